@@ -1,0 +1,79 @@
+package counter
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Callers match them with errors.Is.
+var (
+	// ErrInvalidHits is returned when hits is below 1 or above a limit.
+	ErrInvalidHits = errors.New("counter: invalid hits")
+	// ErrInvalidLimit is returned by (*Counter).Limit for a bad limit, window or slice count.
+	ErrInvalidLimit = errors.New("counter: invalid limit")
+	// ErrInvalidConfig is returned by Config.Validate.
+	ErrInvalidConfig = errors.New("counter: invalid config")
+	// ErrTooManyLimits is returned when one call names more than MaxLimitsPerCall limits.
+	ErrTooManyLimits = errors.New("counter: too many limits in one call")
+)
+
+// MaxLimitsPerCall bounds how many limits one Allow call may check together.
+const MaxLimitsPerCall = 8
+
+// MaxWindow is the longest window a limit may have. Slice start offsets are
+// stored as uint32 milliseconds relative to a per-key base, and every live
+// slice lies within one window of the newest, so a window must fit in 2^32 ms.
+const MaxWindow = 30 * 24 * time.Hour
+
+// Limit is a registered limit: "at most Max requests per Window", counted in
+// slices of Window/Slices. Obtain one from (*Counter).Limit; the zero value is
+// not usable. A Limit is a small value, safe to copy and to share.
+type Limit struct {
+	slot     uint16 // index of this limit's table in every shard
+	max      int64  // the declared limit
+	windowMs int64
+	sliceMs  int64
+	name     string
+}
+
+// Name returns the identity the limit was registered under.
+func (l Limit) Name() string { return l.name }
+
+// Max returns the declared limit (requests per window).
+func (l Limit) Max() int64 { return l.max }
+
+// Window returns the window length.
+func (l Limit) Window() time.Duration { return time.Duration(l.windowMs) * time.Millisecond }
+
+// Slices returns the number of slices the window is divided into.
+func (l Limit) Slices() int { return int(l.windowMs / l.sliceMs) }
+
+// Result is the outcome of one Allow call for one limit.
+type Result struct {
+	// Allowed reports whether this limit had room for the hits. The request
+	// as a whole is allowed only if every limit in the call had room.
+	Allowed bool
+	// Limit is the declared limit.
+	Limit int64
+	// Count is the number of requests counted in the window before this call.
+	Count int64
+	// Remaining is what is left in the window after this call (never negative).
+	Remaining int64
+	// RetryAfter is, for a limit without room, the shortest wait after which the
+	// same request fits this limit if nothing else arrives; 0 when it had room.
+	RetryAfter time.Duration
+	// Reset is the time until every request now counted has left the window,
+	// i.e. until the full limit is available again.
+	Reset time.Duration
+}
+
+// Decision is the outcome of one Allow call over all of its limits.
+type Decision struct {
+	// Allowed reports whether every limit had room; only then were the hits counted.
+	Allowed bool
+	// Untracked reports that the key was not tracked because the counter is at
+	// its MaxKeys cap; the request is allowed and nothing is counted (see doc.go).
+	Untracked bool
+	// RetryAfter is the longest RetryAfter over the limits without room.
+	RetryAfter time.Duration
+}

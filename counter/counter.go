@@ -1,0 +1,218 @@
+package counter
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Counter counts requests per (limit, key) in sliding windows of slices.
+// It is safe for concurrent use; see doc.go for the contract.
+type Counter struct {
+	seed      maphash.Seed
+	shards    []shard
+	mask      uint64
+	shardCap  int   // MaxKeys spread over the shards
+	tolPPM    int64 // Tolerance in parts per million
+	untracked atomic.Uint64
+
+	regMu sync.Mutex
+	slots map[string]uint16 // registered limit identity -> table index
+}
+
+// shard is one lock's worth of the key space. A key's tables for every limit
+// live in the same shard, so one lock makes a multi-limit check atomic.
+type shard struct {
+	mu        sync.Mutex
+	tables    []table // indexed by Limit.slot
+	keys      int     // entries over all tables
+	lastSweep int64   // unix ms of the last capacity-driven sweep
+	_         [40]byte
+}
+
+type table struct {
+	m        map[string]state
+	peak     int   // largest len(m) since the map was last rebuilt
+	windowMs int64 // the window of the slot's limit (part of its identity)
+}
+
+// New returns a Counter with the given configuration.
+func New(cfg Config) (*Counter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Counter{
+		seed:     maphash.MakeSeed(),
+		shards:   make([]shard, cfg.Shards),
+		mask:     uint64(cfg.Shards - 1),
+		shardCap: (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards,
+		tolPPM:   int64(cfg.Tolerance*1e6 + 0.5),
+		slots:    make(map[string]uint16),
+	}, nil
+}
+
+// MaxLimit is the largest declared limit a Limit may have.
+const MaxLimit = 1<<31 - 1
+
+// MaxSlices is the largest number of slices per window.
+const MaxSlices = 3600
+
+// Limit registers (or looks up) the limit called name with the given window
+// and slice count and returns it with max as its declared limit. Counts are
+// kept per (name, window, slices): registering the same triple again, with
+// the same or another max, returns a Limit that shares the counts, so a rule
+// reload that only changes a limit keeps its clients' windows.
+func (c *Counter) Limit(name string, max int64, window time.Duration, slices int) (Limit, error) {
+	switch {
+	case max < 1 || max > MaxLimit:
+		return Limit{}, fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalidLimit, MaxLimit, max)
+	case window < time.Millisecond || window > MaxWindow || window%time.Millisecond != 0:
+		return Limit{}, fmt.Errorf("%w: window must be a whole number of milliseconds between 1ms and %v, got %v", ErrInvalidLimit, MaxWindow, window)
+	case slices < 1 || slices > MaxSlices:
+		return Limit{}, fmt.Errorf("%w: slices must be between 1 and %d, got %d", ErrInvalidLimit, MaxSlices, slices)
+	case window/time.Millisecond < time.Duration(slices):
+		return Limit{}, fmt.Errorf("%w: a slice must last at least 1ms, got window %v over %d slices", ErrInvalidLimit, window, slices)
+	}
+	windowMs := window.Milliseconds()
+	id := name + "|" + strconv.FormatInt(windowMs, 10) + "|" + strconv.Itoa(slices)
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	slot, ok := c.slots[id]
+	if !ok {
+		if len(c.slots) > 1<<16-1 {
+			return Limit{}, fmt.Errorf("%w: more than %d distinct limits registered", ErrInvalidLimit, 1<<16)
+		}
+		slot = uint16(len(c.slots))
+		c.slots[id] = slot
+	}
+	return Limit{slot: slot, max: max, windowMs: windowMs, sliceMs: windowMs / int64(slices), name: name}, nil
+}
+
+// maxTail is how many requests a slice may hold after its start instant: the
+// most that can hide in the one slice that straddles the window's start.
+func (c *Counter) maxTail(max int64) int64 { return max * c.tolPPM / 1e6 }
+
+func (c *Counter) shardFor(key string) *shard {
+	return &c.shards[maphash.String(c.seed, key)&c.mask]
+}
+
+// AllowNow is shorthand for c.Allow(time.Now(), key, hits, limits, results).
+func (c *Counter) AllowNow(key string, hits int64, limits []Limit, results []Result) (Decision, error) {
+	return c.Allow(time.Now(), key, hits, limits, results)
+}
+
+// Allow decides whether hits more requests of key, arriving at t, fit every
+// limit in limits, and counts them against all of them only if they do.
+// results must have room for len(limits) entries; results[i] describes
+// limits[i]. It returns ErrInvalidHits when hits < 1 or hits exceeds a limit
+// (such a request can never fit) and ErrTooManyLimits for more than
+// MaxLimitsPerCall limits; nothing is counted then.
+func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
+	if len(limits) > MaxLimitsPerCall {
+		return Decision{}, fmt.Errorf("%w: %d > %d", ErrTooManyLimits, len(limits), MaxLimitsPerCall)
+	}
+	if len(results) < len(limits) {
+		return Decision{}, fmt.Errorf("counter: results has room for %d of %d limits", len(results), len(limits))
+	}
+	if hits < 1 {
+		return Decision{}, fmt.Errorf("%w: hits must be at least 1, got %d", ErrInvalidHits, hits)
+	}
+	for _, l := range limits {
+		if hits > l.max {
+			return Decision{}, fmt.Errorf("%w: hits %d exceed the limit %d of %q", ErrInvalidHits, hits, l.max, l.name)
+		}
+	}
+	now := t.UnixMilli()
+	var (
+		states [MaxLimitsPerCall]state
+		found  [MaxLimitsPerCall]bool
+		dirty  [MaxLimitsPerCall]bool
+		at     [MaxLimitsPerCall]int64
+	)
+	d := Decision{Allowed: true}
+	s := c.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range limits {
+		tab := s.table(l)
+		st, ok := tab.m[key]
+		var count int64
+		at[i] = now
+		if ok {
+			at[i] = st.clamp(now)
+			dirty[i] = st.expire(at[i], l.windowMs)
+			count = st.count()
+		}
+		states[i], found[i] = st, ok
+		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		if !r.Allowed {
+			r.RetryAfter = time.Duration(st.retryAfter(at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
+			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
+		}
+		results[i] = r
+	}
+	if !d.Allowed {
+		for i, l := range limits {
+			if dirty[i] {
+				s.store(l.slot, key, states[i], true)
+			}
+			if results[i].Reset == 0 {
+				results[i].Reset = time.Duration(states[i].reset(at[i], l.windowMs)) * time.Millisecond
+			}
+		}
+		return d, nil
+	}
+	for i, l := range limits {
+		if !found[i] && !s.admit(now, c.shardCap) {
+			d.Untracked = true
+			c.untracked.Add(1)
+			results[i].Remaining = l.max - hits
+			continue
+		}
+		st := &states[i]
+		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max))
+		s.store(l.slot, key, *st, found[i])
+		results[i].Remaining = l.max - results[i].Count - hits
+		results[i].Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
+	}
+	return d, nil
+}
+
+// table returns the shard's table for l, creating it on first use.
+func (s *shard) table(l Limit) *table {
+	if int(l.slot) >= len(s.tables) {
+		s.tables = append(s.tables, make([]table, int(l.slot)+1-len(s.tables))...)
+	}
+	t := &s.tables[l.slot]
+	if t.m == nil {
+		t.m = make(map[string]state)
+		t.windowMs = l.windowMs
+	}
+	return t
+}
+
+// store writes st back for key, which existed in the table or not, deleting
+// the entry when its window is empty.
+func (s *shard) store(slot uint16, key string, st state, existed bool) {
+	t := &s.tables[slot]
+	if len(st.slices) == 0 {
+		if existed {
+			delete(t.m, key)
+			s.keys--
+		}
+		return
+	}
+	if !existed {
+		// Clone: the caller's key may point into a larger buffer (a request
+		// line) that the map would otherwise keep alive.
+		key = string([]byte(key))
+		s.keys++
+		t.peak = max(t.peak, len(t.m)+1)
+	}
+	t.m[key] = st
+}

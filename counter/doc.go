@@ -1,0 +1,82 @@
+// Package counter counts requests per key in sliding windows of slices and
+// decides whether more fit a limit. It is the pure core of limiterd: no
+// goroutines, no I/O, no clock. Every operation takes the current instant as
+// an argument, as golang.org/x/time/rate's AllowN(t, n) does; AllowNow is a
+// one-line wrapper for callers that want time.Now.
+//
+// # Model
+//
+// Time has millisecond resolution: an instant t is read as t.UnixMilli(),
+// and every statement below is about that millisecond timeline. A limit is
+// "at most L requests per window W"; the window at instant t is the interval
+// (t-W, t]. Each (limit, key) pair has a list of slices. A slice has a start
+// instant (the instant of its first request) and a count. A request accepted
+// at t joins the newest slice if that slice is younger than W/K (K slices per
+// window, default 12: 5 s slices for a 60 s window) and either t is the
+// slice's start instant or the slice's tail (its requests after the start
+// instant) stays within T = floor(Tolerance x L). Otherwise a new slice
+// starts at t. A slice counts while its start lies inside the window, that
+// is while start > t-W; it is dropped at start+W.
+//
+// A check of h hits at t counts C = the sum of the live slices and allows
+// iff C + h <= L; only then are the hits added. When a call names several
+// limits, the hits are added to all of them only if every one has room.
+//
+// # NFR2: never over-count
+//
+// A counted slice has start > t-W, and every request in it arrived at or
+// after its start, so every counted request lies in (t-W, t]. Hence C never
+// exceeds the true number of requests accepted in the window, and a request
+// is rejected only when at least L-h+1 requests (L when h = 1) really were
+// accepted in the preceding window. The error is one-sided.
+//
+// # NFR1: at most L + T <= (1 + Tolerance) x L in any window-long interval
+//
+// Take any interval I of length W and let t be the last instant in I at
+// which a request was accepted. Every request accepted in I lies in
+// (t-W, t]. When the last one was accepted, C + h <= L, so the requests of
+// (t-W, t] in live slices, this one included, number at most L. Any other
+// request of (t-W, t] lies in a dropped slice. Slices of one key are ordered
+// and a slice ends where the next begins, so only the one dropped slice whose
+// successor starts after t-W can reach into (t-W, t], and its first instant
+// (its start, <= t-W) does not. What it hides is at most its tail, and a tail
+// never exceeds T (a request at a later instant that would push it past T
+// opens a new slice instead). So I holds at most L + T accepted requests.
+// With the default Tolerance 0.1 that is 1.1 x L, for every arrival pattern.
+//
+// The seed's 12-slice window counted slices by slice number and could be
+// fooled into 2 x L by requests crowded at the end of a slice; here a slice
+// carries its own start instant and can never hide more than T.
+//
+// For L < 1/Tolerance, T is 0: every new instant opens a slice and the
+// window is exact (a sliding log), as NFR1 requires when 1.1 x L < L + 1.
+//
+// Two refinements keep the argument valid in practice. Calls for one key may
+// reach the lock slightly out of order; a call older than the key's newest
+// slice is treated as made at that slice's start, so each key's timeline is
+// monotone. And retry advice is exact: RetryAfter is the wait until the
+// oldest slices whose departure makes room have left the window, so the same
+// request, repeated after RetryAfter with nothing else arriving, is allowed.
+//
+// # Memory and the key cap
+//
+// A (limit, key) pair whose window is empty is dropped, when a check finds it
+// so or when Sweep runs. A slice costs 12 bytes; a pair at HS1 traffic costs
+// about 150 bytes in all (BENCHMARKS.md). Config.MaxKeys caps the pairs
+// tracked at once. When a shard is full, a new key first triggers a sweep of
+// the shard (at most once a second); if the shard is still full, the request
+// is allowed without being counted (Decision.Untracked, Stats.Untracked).
+// This keeps NFR2 and NFR3: the cap never rejects anyone and never takes
+// state from a tracked key, so every key already tracked keeps its exact
+// window and its NFR1 bound. Only keys first seen while the table is full go
+// uncounted until room frees up, which operators see in the metric built on
+// Stats.Untracked and fix by raising MaxKeys.
+//
+// # Concurrency and zero value
+//
+// A Counter is safe for concurrent use. Keys are spread over Config.Shards
+// independently locked shards by a seeded hash; a call locks exactly one
+// shard, and all limits of one key live in the same shard, which is what
+// makes a multi-limit check atomic. The zero Counter is not usable; build
+// one with New. Limit and Result are plain values.
+package counter

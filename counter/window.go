@@ -1,0 +1,137 @@
+package counter
+
+import "math"
+
+// slice is one slice of one key's window: the requests an origin accepted
+// from its start instant until the next slice of that origin began.
+type slice struct {
+	off    uint32 // start, in ms after the owning state's base
+	n      uint32 // requests counted in the slice, including those at its start instant
+	origin uint16 // 0 is this node; peers are numbered by the cluster layer
+}
+
+// state is the window of one (limit, key) pair. Slices are kept in order of
+// start. Only the newest slice of the local origin is open for new requests.
+type state struct {
+	base   int64   // unix ms that slice offsets are relative to
+	head   uint32  // requests at the first instant of the newest local slice
+	slices []slice // ordered by start
+}
+
+// rebaseAt is the offset past which expire moves the base forward, keeping
+// every offset far from uint32 overflow (live slices span under MaxWindow).
+const rebaseAt = 1 << 31
+
+func (s *state) start(i int) int64 { return s.base + int64(s.slices[i].off) }
+
+// expire drops every slice whose start is at or before now-window: such a
+// slice may hold requests older than the window, so counting it could
+// over-count (NFR2). It reports whether anything was dropped.
+func (s *state) expire(now, windowMs int64) bool {
+	cut := now - windowMs
+	i := 0
+	for i < len(s.slices) && s.start(i) <= cut {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	// Shift down in place so the backing array is reused, not regrown.
+	n := copy(s.slices, s.slices[i:])
+	clear(s.slices[n:])
+	s.slices = s.slices[:n]
+	if n > 0 && s.slices[0].off >= rebaseAt {
+		d := s.slices[0].off
+		for j := range s.slices {
+			s.slices[j].off -= d
+		}
+		s.base += int64(d)
+	}
+	return true
+}
+
+// count returns the requests counted in the window (call expire first).
+func (s *state) count() int64 {
+	var c int64
+	for _, sl := range s.slices {
+		c += int64(sl.n)
+	}
+	return c
+}
+
+// newestLocal returns the index of the newest local slice, or -1.
+func (s *state) newestLocal() int {
+	for i := len(s.slices) - 1; i >= 0; i-- {
+		if s.slices[i].origin == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// clamp returns now, or the start of the newest local slice if that is
+// later. Calls for one key may arrive slightly out of order (goroutines read
+// the clock before taking the lock); treating a late call as made at the
+// newest start keeps each key's local timeline monotone, which the proof in
+// doc.go relies on.
+func (s *state) clamp(now int64) int64 {
+	if i := s.newestLocal(); i >= 0 {
+		if st := s.start(i); st > now {
+			return st
+		}
+	}
+	return now
+}
+
+// add counts hits accepted at now. The open local slice takes them if it is
+// younger than a slice and, unless now is its start instant, its tail (the
+// requests after its start instant) stays within maxTail. Otherwise a new
+// slice starts at now.
+func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
+	if i := s.newestLocal(); i >= 0 {
+		sl := &s.slices[i]
+		st := s.start(i)
+		switch {
+		case now == st && uint64(sl.n)+uint64(hits) <= math.MaxUint32:
+			sl.n += hits
+			s.head += hits
+			return
+		case now-st < sliceMs && int64(sl.n-s.head)+int64(hits) <= maxTail:
+			sl.n += hits
+			return
+		}
+	}
+	switch {
+	case len(s.slices) == 0:
+		s.base = now
+	case now < s.base: // only when a peer's slice set the base (cluster clocks differ)
+		d := uint32(s.base - now)
+		for j := range s.slices {
+			s.slices[j].off += d
+		}
+		s.base = now
+	}
+	s.slices = append(s.slices, slice{off: uint32(now - s.base), n: hits})
+	s.head = hits
+}
+
+// retryAfter returns the shortest wait, in ms, after which count-dropped+hits
+// fits max with no new arrivals: the moment enough of the oldest slices have
+// left the window. It requires hits <= max.
+func (s *state) retryAfter(now, windowMs, count, hits, max int64) int64 {
+	for i, sl := range s.slices {
+		count -= int64(sl.n)
+		if count+hits <= max {
+			return s.start(i) + windowMs - now
+		}
+	}
+	return 0 // unreachable when hits <= max
+}
+
+// reset returns the time, in ms, until every counted slice has left the window.
+func (s *state) reset(now, windowMs int64) int64 {
+	if len(s.slices) == 0 {
+		return 0
+	}
+	return s.start(len(s.slices)-1) + windowMs - now
+}
