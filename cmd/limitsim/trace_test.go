@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// readTrace reads every request of data, or the first error.
+func readTrace(data string) ([]request, error) {
+	tr := newTraceReader(strings.NewReader(data))
+	var reqs []request
+	for {
+		r, err := tr.next()
+		if err == io.EOF {
+			return reqs, nil
+		}
+		if err != nil {
+			return reqs, err
+		}
+		reqs = append(reqs, r)
+	}
+}
+
+func TestTraceReader(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want []request
+	}{
+		{"empty", "", nil},
+		{"comments and blanks only", "# x\n\n   \n\t# y\n", nil},
+		{"no final newline", "0 a\n7 b", []request{{0, "a"}, {7, "b"}}},
+		{"tabs and padding", "\t 1\t\ta  \n", []request{{1, "a"}}},
+		{"crlf", "1 a\r\n2 a\r\n", []request{{1, "a"}, {2, "a"}}},
+		{"equal times", "3 a\n3 b\n3 a\n", []request{{3, "a"}, {3, "b"}, {3, "a"}}},
+		{"utf-8 key and leading zeros", "007 cé#1\n", []request{{7, "cé#1"}}},
+		{"largest time", "9007199254740991 z\n", []request{{maxTraceMs, "z"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readTrace(tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzTraceReader checks the parser's contract on any input: what it
+// returns is well formed, an error names a line that exists, and a trace it
+// accepts reads back the same after being written out canonically. It also
+// replays every accepted trace and checks NFR1 and the counts.
+func FuzzTraceReader(f *testing.F) {
+	for _, s := range []string{
+		"", "0 a\n", "0 a\n1 b\n1 a\n", "# c\n\n5 k\r\n", "1 a b\n", "2 a\n1 a\n", "x a\n",
+		"9007199254740991 a\n", "18446744073709551616 a\n", "1 \xff\n", "\t3\tk\n", "0 a\n0 a\n0 a\n1 a\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reqs, err := readTrace(string(data))
+		last := int64(0)
+		for _, r := range reqs {
+			if r.at < last || r.at > maxTraceMs {
+				t.Fatalf("time %d out of order or range (previous %d)", r.at, last)
+			}
+			last = r.at
+			if r.key == "" || !utf8.ValidString(r.key) || strings.IndexFunc(r.key, unicode.IsSpace) >= 0 {
+				t.Fatalf("bad key %q accepted", r.key)
+			}
+		}
+		if err != nil {
+			var te *traceError
+			if !errors.As(err, &te) {
+				t.Fatalf("error %v is not a *traceError", err)
+			}
+			if lines := strings.Count(string(data), "\n") + 1; te.line < 1 || te.line > lines {
+				t.Fatalf("error names line %d of %d: %v", te.line, lines, err)
+			}
+			return
+		}
+		var canon strings.Builder
+		for _, r := range reqs {
+			fmt.Fprintf(&canon, "%d %s\n", r.at, r.key)
+		}
+		again, err := readTrace(canon.String())
+		if err != nil || !slices.Equal(again, reqs) {
+			t.Fatalf("canonical form %q reads back as %v, %v; want %v", canon.String(), again, err, reqs)
+		}
+
+		const limit = 20 // a slice may hide floor(20 x 10 %) = 2
+		rp, err := newReplayer(replayConfig{limit: limit, window: 100 * time.Millisecond, slices: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := rp.run(strings.NewReader(string(data)), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.requests != len(reqs) || sum.accepted+sum.rejected != sum.requests {
+			t.Fatalf("summary %+v for %d requests", sum, len(reqs))
+		}
+		if sum.maxInWindow > limit+2 {
+			t.Fatalf("%d of key %q accepted in 100 ms; the limit is %d + 2", sum.maxInWindow, sum.maxKey, limit)
+		}
+	})
+}

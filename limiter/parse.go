@@ -1,0 +1,440 @@
+package limiter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// Load reads and parses the rule file at path; see Parse. An error reading
+// the file does not wrap ErrInvalidRules (the rules were never seen), so a
+// caller can tell a missing file (errors.Is(err, fs.ErrNotExist)) from a bad one.
+func Load(path string) (*RuleSet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("limiter: read rules: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates a rule file (format in doc.go). source names
+// the file in messages and becomes RuleSet.Source. Every problem found is
+// reported, each as "source:line: rule "name": field "f": what is wrong",
+// in one error that wraps ErrInvalidRules.
+func Parse(source string, data []byte) (*RuleSet, error) {
+	p := parser{errs: problems{source: source}}
+	rs := p.file(data)
+	if err := p.errs.err(); err != nil {
+		return nil, err
+	}
+	rs.Source = source
+	// The parser checked every value where it read it, to name its line;
+	// validating the result as well means the two can never disagree.
+	if err := rs.Validate(); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// Field names, as the file spells them.
+const (
+	fRules  = "rules"
+	fName   = "name"
+	fMatch  = "match"
+	fLimit  = "limit"
+	fWindow = "window"
+	fSlices = "slices"
+	fShadow = "shadow"
+	fLimits = "limits"
+)
+
+// The fields each mapping allows, as functions so no package state can be changed.
+func topFields() []string { return []string{fRules} }
+func ruleFields() []string {
+	return []string{fName, fMatch, fLimit, fWindow, fSlices, fShadow, fLimits}
+}
+func limitFields() []string { return []string{fLimit, fWindow, fSlices} }
+
+type parser struct {
+	errs problems
+}
+
+func (p *parser) file(data []byte) *RuleSet {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.errs.add(0, "no rules: the file is empty (it needs a %q list)", fRules)
+		} else {
+			p.yamlError(err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		p.errs.add(extra.Line, "a rule file holds one YAML document, found a second")
+		return nil
+	case !errors.Is(err, io.EOF):
+		p.yamlError(err)
+		return nil
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = deref(root.Content[0])
+	}
+	if isNull(root) {
+		p.errs.add(0, "no rules: the file is empty (it needs a %q list)", fRules)
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		p.errs.add(root.Line, "the file must be a mapping with a %q list, got %s", fRules, describe(root))
+		return nil
+	}
+	fields := p.fields(root, "", topFields())
+	p.reportFields(fields)
+	rules := fields.value[fRules]
+	if rules == nil {
+		p.errs.add(root.Line, "no rules: missing the %q list", fRules)
+		return nil
+	}
+	if isNull(rules) || rules.Kind == yaml.SequenceNode && len(rules.Content) == 0 {
+		p.errs.add(rules.Line, "no rules: the %q list is empty", fRules)
+		return nil
+	}
+	if rules.Kind != yaml.SequenceNode {
+		p.errs.add(rules.Line, "field %q: must be a list of rules, got %s", fRules, describe(rules))
+		return nil
+	}
+	rs := &RuleSet{Rules: make([]Rule, 0, len(rules.Content))}
+	refs := make([]ruleRef, 0, len(rules.Content))
+	for i, n := range rules.Content {
+		r, ref := p.rule(i, deref(n))
+		rs.Rules = append(rs.Rules, r)
+		refs = append(refs, ref)
+	}
+	crossCheck(refs, &p.errs)
+	return rs
+}
+
+// rule reads rules[i].
+func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
+	r := Rule{Line: n.Line}
+	ref := ruleRef{label: fmt.Sprintf("rules[%d]", i), line: n.Line, nameLine: n.Line}
+	if n.Kind != yaml.MappingNode {
+		p.errs.add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, describe(n))
+		return r, ref
+	}
+	// The name first: later messages call the rule by it.
+	f := p.fields(n, "", ruleFields())
+	switch v := f.value[fName]; {
+	case v == nil:
+		p.errs.add(n.Line, "%s: field %q: missing", ref.label, fName)
+	default:
+		ref.nameLine = v.Line
+		s, ok := p.str(v, ref.label, fName)
+		if !ok {
+			break
+		}
+		if msg := checkName(s); msg != "" {
+			p.errs.add(v.Line, "%s: field %q: %s", ref.label, fName, msg)
+			break
+		}
+		r.Name, ref.name, ref.nameOK = s, s, true
+		ref.label = fmt.Sprintf("rule %q", s)
+	}
+	// Field messages of a rule whose name was unusable still say which one,
+	// by position, so the prefix stays unambiguous.
+	label := ref.label
+	f.label = label
+	p.reportFields(f)
+
+	if v := f.value[fMatch]; v != nil {
+		ref.hasMatch, ref.matchLine = true, v.Line
+		if s, ok := p.str(v, label, fMatch); ok {
+			if msg := checkPattern(s); msg != "" {
+				p.errs.add(v.Line, "%s: field %q: %s", label, fMatch, msg)
+			} else {
+				r.Match, ref.match, ref.matchOK = s, s, true
+				ref.canon = compilePattern(s).canonical()
+			}
+		}
+	}
+	if v := f.value[fShadow]; v != nil {
+		var b bool
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
+			p.errs.add(v.Line, "%s: field %q: must be true or false, got %s", label, fShadow, describe(v))
+		}
+		r.Shadow = b
+	}
+
+	single := f.value[fLimit] != nil || f.value[fWindow] != nil || f.value[fSlices] != nil
+	list := f.value[fLimits]
+	switch {
+	case single && list != nil:
+		p.errs.add(f.key[fLimits].Line, "%s: field %q: give either limit and window or a limits list, not both", label, fLimits)
+	case single:
+		if s, ok := p.limitSpec(label, n, f); ok {
+			r.Limits = []LimitSpec{s}
+		}
+	case list != nil:
+		r.Limits = p.limitList(label, list)
+	default:
+		p.errs.add(n.Line, "%s: missing %q and %q (or a %q list)", label, fLimit, fWindow, fLimits)
+	}
+	for j := range r.Limits {
+		r.Limits[j].Policy = policyName(r.Name, len(r.Limits), r.Limits[j].Window)
+	}
+	return r, ref
+}
+
+// limitList reads a rule's "limits" list.
+func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
+	if n.Kind != yaml.SequenceNode {
+		p.errs.add(n.Line, "%s: field %q: must be a list of {limit, window, slices}, got %s", label, fLimits, describe(n))
+		return nil
+	}
+	if len(n.Content) == 0 || len(n.Content) > counter.MaxLimitsPerCall {
+		p.errs.add(n.Line, "%s: field %q: %s", label, fLimits, checkLimitCount(len(n.Content)))
+		return nil
+	}
+	specs := make([]LimitSpec, 0, len(n.Content))
+	ok := true
+	for j, e := range n.Content {
+		e = deref(e)
+		where := fmt.Sprintf("%s: limits[%d]", label, j)
+		if e.Kind != yaml.MappingNode {
+			p.errs.add(e.Line, "%s: must be a mapping such as {limit: 10, window: 1s}, got %s", where, describe(e))
+			ok = false
+			continue
+		}
+		f := p.fields(e, where, limitFields())
+		p.reportFields(f)
+		s, good := p.limitSpec(where, e, f)
+		if !good {
+			ok = false
+			continue
+		}
+		for k, prev := range specs {
+			if prev.Window == s.Window {
+				p.errs.add(f.value[fWindow].Line, "%s: field %q: %s", where, fWindow, repeatsWindow(s.Window, k))
+				ok = false
+			}
+		}
+		specs = append(specs, s)
+	}
+	if !ok {
+		return nil
+	}
+	return specs
+}
+
+// limitSpec reads limit, window and slices from f, whose mapping is n.
+func (p *parser) limitSpec(where string, n *yaml.Node, f fieldSet) (LimitSpec, bool) {
+	var s LimitSpec
+	ok := true
+	if v := f.value[fLimit]; v == nil {
+		p.errs.add(n.Line, "%s: field %q: missing", where, fLimit)
+		ok = false
+	} else {
+		s.Limit, ok = p.integer(v, where, fLimit, 1, counter.MaxLimit)
+	}
+	v := f.value[fWindow]
+	if v == nil {
+		p.errs.add(n.Line, "%s: field %q: missing", where, fWindow)
+		return s, false
+	}
+	w, good := p.window(v, where)
+	if !good {
+		return s, false
+	}
+	s.Window = w
+	s.Slices = defaultSlices(w)
+	if v := f.value[fSlices]; v != nil {
+		n, good := p.integer(v, where, fSlices, 1, counter.MaxSlices)
+		if !good {
+			return s, false
+		}
+		if msg := checkSlices(n, w); msg != "" {
+			p.errs.add(v.Line, "%s: field %q: %s", where, fSlices, msg)
+			return s, false
+		}
+		s.Slices = int(n)
+	}
+	return s, ok
+}
+
+// window reads a window: a Go duration string that is a whole number of
+// milliseconds in range.
+func (p *parser) window(v *yaml.Node, where string) (time.Duration, bool) {
+	bad := func() (time.Duration, bool) {
+		p.errs.add(v.Line, "%s: field %q: must be a Go duration such as \"60s\" or \"500ms\", got %s", where, fWindow, describe(v))
+		return 0, false
+	}
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+		return bad()
+	}
+	d, err := time.ParseDuration(v.Value)
+	if err != nil {
+		return bad()
+	}
+	if msg := checkWindow(d, truncate(v.Value)); msg != "" {
+		p.errs.add(v.Line, "%s: field %q: %s", where, fWindow, msg)
+		return 0, false
+	}
+	return d, true
+}
+
+// integer reads a YAML integer in [lo, hi].
+func (p *parser) integer(v *yaml.Node, where, field string, lo, hi int64) (int64, bool) {
+	var n int64
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" && v.Decode(&n) == nil && lo <= n && n <= hi {
+		return n, true
+	}
+	p.errs.add(v.Line, "%s: field %q: %s", where, field, intRange(lo, hi, describe(v)))
+	return 0, false
+}
+
+// str reads a scalar as text. Any non-null scalar will do: "name: 2024" is
+// the text 2024, as a user means it.
+func (p *parser) str(v *yaml.Node, where, field string) (string, bool) {
+	if v.Kind == yaml.ScalarNode && !isNull(v) {
+		return v.Value, true
+	}
+	if isNull(v) {
+		p.errs.add(v.Line, "%s: field %q: must not be empty", where, field)
+	} else {
+		p.errs.add(v.Line, "%s: field %q: must be text, got %s", where, field, describe(v))
+	}
+	return "", false
+}
+
+// fieldSet is a mapping's fields by name, with the problems found reading it
+// (unknown and repeated fields), held back until the owner's label is known.
+type fieldSet struct {
+	label    string
+	value    map[string]*yaml.Node
+	key      map[string]*yaml.Node
+	problems []fieldProblem
+}
+
+type fieldProblem struct {
+	line int
+	msg  string
+}
+
+// fields reads mapping n, allowing only the names in known.
+func (p *parser) fields(n *yaml.Node, label string, known []string) fieldSet {
+	f := fieldSet{label: label, value: make(map[string]*yaml.Node), key: make(map[string]*yaml.Node)}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		name := k.Value
+		if k.Kind != yaml.ScalarNode {
+			name = describe(k)
+		}
+		name = truncate(name)
+		switch {
+		case !contains(known, name) || k.Kind != yaml.ScalarNode:
+			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: unknown field (known fields: %s)", name, strings.Join(known, ", "))})
+		case f.key[name] != nil:
+			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: given twice (first at line %d)", name, f.key[name].Line)})
+		default:
+			f.key[name], f.value[name] = k, v
+		}
+	}
+	return f
+}
+
+// reportFields reports f's unknown and repeated fields under f.label.
+func (p *parser) reportFields(f fieldSet) {
+	for _, pr := range f.problems {
+		if f.label == "" {
+			p.errs.add(pr.line, "%s", pr.msg)
+		} else {
+			p.errs.add(pr.line, "%s: %s", f.label, pr.msg)
+		}
+	}
+}
+
+// yamlError reports a YAML syntax error at the line yaml names, if any, in
+// the same "source:line:" form as every other problem.
+func (p *parser) yamlError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, after, ok := strings.Cut(rest, ": "); ok {
+			if n, err := strconv.Atoi(num); err == nil {
+				line, msg = n, after
+			}
+		}
+	}
+	p.errs.add(line, "invalid YAML: %s", msg)
+}
+
+// deref follows aliases (*name) to the node they stand for. The chain is
+// bounded: yaml rejects an alias to an anchor not yet complete.
+func deref(n *yaml.Node) *yaml.Node {
+	for range 100 {
+		if n.Kind != yaml.AliasNode || n.Alias == nil {
+			return n
+		}
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe names what a node holds, for "got ..." in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "nothing"
+		}
+		if n.ShortTag() == "!!str" {
+			return strconv.Quote(truncate(n.Value))
+		}
+		return truncate(n.Value)
+	}
+	return "an unsupported YAML node"
+}
+
+// truncate shortens text quoted back in a message: the point is to
+// recognise it, and the file may hold anything.
+func truncate(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,315 @@
+package limiter
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// DefaultSlices is the number of slices a limit's window is divided into
+// when the rule file does not say (HS7: 12 slices of 5 s for 60 s). A window
+// shorter than DefaultSlices milliseconds gets one slice per millisecond.
+const DefaultSlices = 12
+
+// maxNameLen bounds a rule name: names are echoed in every response header,
+// so a runaway name would bloat every response.
+const maxNameLen = 128
+
+// maxProblems bounds how many problems one error lists; a file that is wrong
+// in hundreds of places needs its first few fixed, not a wall of text.
+const maxProblems = 20
+
+// Validate reports whether rs is a rule set the Limiter can enforce: the
+// same checks Parse makes, for a RuleSet built in code. Every problem found
+// is listed; the error wraps ErrInvalidRules. Positions come from Rule.Line.
+func (rs *RuleSet) Validate() error {
+	if rs == nil {
+		return fmt.Errorf("%w: nil rule set", ErrInvalidRules)
+	}
+	errs := problems{source: rs.Source}
+	if len(rs.Rules) == 0 {
+		errs.add(0, "no rules")
+	}
+	refs := make([]ruleRef, len(rs.Rules))
+	for i := range rs.Rules {
+		r := &rs.Rules[i]
+		label := fmt.Sprintf("rules[%d]", i)
+		ref := ruleRef{line: r.Line, nameLine: r.Line, matchLine: r.Line, label: label}
+		if msg := checkName(r.Name); msg != "" {
+			errs.add(r.Line, "%s: field \"name\": %s", label, msg)
+		} else {
+			ref.name, ref.nameOK = r.Name, true
+			label = fmt.Sprintf("rule %q", r.Name)
+			ref.label = label
+		}
+		if r.Match != "" {
+			ref.hasMatch = true
+			if msg := checkPattern(r.Match); msg != "" {
+				errs.add(r.Line, "%s: field \"match\": %s", label, msg)
+			} else {
+				ref.matchOK, ref.canon = true, compilePattern(r.Match).canonical()
+				ref.match = r.Match
+			}
+		}
+		refs[i] = ref
+		switch n := len(r.Limits); {
+		case n == 0:
+			errs.add(r.Line, "%s: no limits", label)
+			continue
+		case n > counter.MaxLimitsPerCall:
+			errs.add(r.Line, "%s: field \"limits\": %s", label, checkLimitCount(n))
+		}
+		for j, s := range r.Limits {
+			where := label
+			if len(r.Limits) > 1 {
+				where = fmt.Sprintf("%s: limits[%d]", label, j)
+			}
+			if msg := checkLimit(s.Limit); msg != "" {
+				errs.add(r.Line, "%s: field \"limit\": %s", where, msg)
+			}
+			if msg := checkWindow(s.Window, ""); msg != "" {
+				errs.add(r.Line, "%s: field \"window\": %s", where, msg)
+				continue
+			}
+			if msg := checkSlices(int64(s.Slices), s.Window); msg != "" {
+				errs.add(r.Line, "%s: field \"slices\": %s", where, msg)
+			}
+			for k := range j {
+				if r.Limits[k].Window == s.Window {
+					errs.add(r.Line, "%s: field \"window\": %s", where, repeatsWindow(s.Window, k))
+				}
+			}
+			if ref.nameOK {
+				if want := policyName(r.Name, len(r.Limits), s.Window); s.Policy != want {
+					errs.add(r.Line, "%s: Policy must be %q, got %q", where, want, s.Policy)
+				}
+			}
+		}
+	}
+	crossCheck(refs, &errs)
+	return errs.err()
+}
+
+// ruleRef is what the checks across rules need to know about one rule.
+type ruleRef struct {
+	label             string // how messages name the rule
+	line              int
+	name              string
+	nameOK            bool
+	nameLine          int
+	match, canon      string // canon: the pattern in canonical form
+	hasMatch, matchOK bool
+	matchLine         int
+}
+
+// crossCheck reports what no single rule shows: duplicate names, a second
+// default rule, and a pattern that repeats an earlier one (the later rule
+// could then never be chosen by matching, which is always a mistake).
+func crossCheck(refs []ruleRef, errs *problems) {
+	names := make(map[string]int, len(refs))
+	patterns := make(map[string]int, len(refs))
+	def := -1
+	for i, r := range refs {
+		if r.nameOK {
+			if j, dup := names[r.name]; dup {
+				errs.add(r.nameLine, "rules[%d]: field \"name\": %q is already the name of the rule at line %d", i, r.name, refs[j].line)
+			} else {
+				names[r.name] = i
+			}
+		}
+		switch {
+		case !r.hasMatch && def >= 0:
+			errs.add(r.line, "%s: only one rule may omit \"match\" (the default rule), and %s at line %d already does", r.label, refs[def].label, refs[def].line)
+		case !r.hasMatch:
+			def = i
+		case r.matchOK:
+			if j, dup := patterns[r.canon]; dup {
+				errs.add(r.matchLine, "%s: field \"match\": %q is the same pattern as %s at line %d, so this rule could never match", r.label, r.match, refs[j].label, refs[j].line)
+			} else {
+				patterns[r.canon] = i
+			}
+		}
+	}
+}
+
+// policyName is the RateLimit-Policy name of a limit: the rule name when the
+// rule has one limit, "<rule>/<window>" otherwise.
+func policyName(rule string, limits int, window time.Duration) string {
+	if limits == 1 {
+		return rule
+	}
+	return rule + "/" + formatWindow(window)
+}
+
+// formatWindow writes a window as whole seconds ("60s") when it is one, else
+// as milliseconds ("500ms"): short, unambiguous and free of the "1m0s" forms
+// of time.Duration.String, since it ends up in headers.
+func formatWindow(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// The check functions return "" for a valid value, else the complaint, worded
+// to follow `field "x": `. Parse and Validate share them so they agree.
+
+func checkName(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > maxNameLen:
+		return fmt.Sprintf("must be at most %d characters, got %d", maxNameLen, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
+			return fmt.Sprintf("must contain only ASCII letters, digits and \"-_.:\", got %q", s)
+		}
+	}
+	return ""
+}
+
+// nameByte reports whether c may appear in a rule name. The set keeps a name
+// valid as an HTTP structured-field string and free of "/", which separates
+// the rule from the window in multi-limit policy names.
+func nameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == ':'
+}
+
+func checkPattern(p string) string {
+	switch {
+	case p == "":
+		return "must not be empty (omit match for the default rule)"
+	case !utf8.ValidString(p):
+		return "must be valid UTF-8"
+	}
+	// A backslash escapes the next character; a lone one at the end escapes
+	// nothing, which is a typo rather than a literal backslash ("\\").
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' {
+			if i == len(p)-1 {
+				return `ends in a lone "\" (write "\\" for a literal backslash)`
+			}
+			i++
+		}
+	}
+	return ""
+}
+
+func checkLimit(v int64) string {
+	if v < 1 || v > counter.MaxLimit {
+		return intRange(1, counter.MaxLimit, strconv.FormatInt(v, 10))
+	}
+	return ""
+}
+
+func intRange(lo, hi int64, got string) string {
+	return fmt.Sprintf("must be an integer between %d and %d, got %s", lo, hi, got)
+}
+
+// checkWindow checks a window; text is how the file wrote it, quoted back
+// in the message ("" to use d.String()).
+func checkWindow(d time.Duration, text string) string {
+	if text == "" {
+		text = d.String()
+	}
+	switch {
+	case d%time.Millisecond != 0:
+		return fmt.Sprintf("must be a whole number of milliseconds, got %s", text)
+	case d < time.Millisecond || d > counter.MaxWindow:
+		return fmt.Sprintf("must be between 1ms and %s, got %s", formatMaxWindow(), text)
+	}
+	return ""
+}
+
+// formatMaxWindow names counter.MaxWindow in hours, as a user would write it.
+func formatMaxWindow() string {
+	return strconv.FormatInt(int64(counter.MaxWindow/time.Hour), 10) + "h"
+}
+
+// checkSlices checks a slice count against a valid window.
+func checkSlices(n int64, window time.Duration) string {
+	switch {
+	case n < 1 || n > counter.MaxSlices:
+		return intRange(1, counter.MaxSlices, strconv.FormatInt(n, 10))
+	case int64(window/time.Millisecond) < n:
+		return fmt.Sprintf("must leave every slice at least 1ms, but window %v has %d slices", window, n)
+	}
+	return ""
+}
+
+func checkLimitCount(n int) string {
+	return fmt.Sprintf("must list between 1 and %d limits, got %d", counter.MaxLimitsPerCall, n)
+}
+
+func repeatsWindow(w time.Duration, k int) string {
+	return fmt.Sprintf("%v repeats the window of limits[%d]; every limit of a rule needs its own window", w, k)
+}
+
+// defaultSlices is the slice count of a window whose rule does not give one.
+func defaultSlices(window time.Duration) int {
+	return int(min(DefaultSlices, int64(window/time.Millisecond)))
+}
+
+// problems collects validation problems so one run reports all of them.
+type problems struct {
+	source string
+	list   []problem
+	more   int // problems dropped past maxCollected
+}
+
+type problem struct {
+	line int
+	msg  string
+}
+
+// maxCollected bounds memory for a file that is wrong everywhere.
+const maxCollected = 1000
+
+// add records one problem at line (0 when no line applies).
+func (p *problems) add(line int, format string, args ...any) {
+	if len(p.list) == maxCollected {
+		p.more++
+		return
+	}
+	p.list = append(p.list, problem{line, fmt.Sprintf(format, args...)})
+}
+
+// err returns nil, the single problem, or the first maxProblems of them in
+// line order, one per line (the layout of yaml's own multi-error messages).
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	// Checks run field by field and then across rules; reading the result
+	// top to bottom is easier when it follows the file.
+	slices.SortStableFunc(p.list, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
+	src := p.source
+	if src == "" {
+		src = "rules"
+	}
+	msgs := make([]string, 0, min(len(p.list), maxProblems))
+	for _, pr := range p.list[:min(len(p.list), maxProblems)] {
+		pos := src
+		if pr.line > 0 {
+			pos += ":" + strconv.Itoa(pr.line)
+		}
+		msgs = append(msgs, pos+": "+pr.msg)
+	}
+	if len(msgs) == 1 {
+		return fmt.Errorf("%w: %s", ErrInvalidRules, msgs[0])
+	}
+	total := len(p.list) + p.more
+	msg := strings.Join(msgs, "\n  ")
+	if total > len(msgs) {
+		msg += fmt.Sprintf("\n  ... and %d more", total-len(msgs))
+	}
+	return fmt.Errorf("%w: %d problems:\n  %s", ErrInvalidRules, total, msg)
+}
