@@ -1,0 +1,167 @@
+// Command limiterd is the limiterd daemon: it loads a rule file, counts
+// requests per key in sliding windows, and answers GET/POST /check over HTTP
+// with 200 (allowed) or 429 (denied). Run limiterd -h for its flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/httpapi"
+	"github.com/limiterd/limiterd/limiter"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
+}
+
+// run is main without the process: it returns the exit code. started, when
+// not nil, is called with the HTTP address once the server listens.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(addr string)) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "limiterd: %v\n", err)
+		return 2
+	}
+	log := cfg.logger(stderr)
+	if err := serve(ctx, cfg, log, started); err != nil {
+		log.Error("limiterd stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve builds the parts in dependency order, runs them until ctx ends, and
+// shuts down gracefully.
+func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr string)) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+
+	ctr, err := counter.New(cfg.counterConfig())
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "limiterd_tracked_keys",
+			Help: "(rule limit, key) pairs whose window holds requests.",
+		}, func() float64 { return float64(ctr.Stats().Keys) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "limiterd_untracked_checks_total",
+			Help: "Checks allowed without counting because -max-keys was reached (raise it if this grows).",
+		}, func() float64 { return float64(ctr.Stats().Untracked) }),
+	)
+
+	rules, sum, err := loadRules(cfg.rulesPath)
+	if err != nil {
+		return err
+	}
+	lim, err := limiter.New(ctr, rules)
+	if err != nil {
+		return err
+	}
+	rel := newReloader(cfg.rulesPath, lim, sum, reg, log)
+
+	hcfg := httpapi.DefaultConfig()
+	hcfg.KeyHeader = cfg.keyHeader
+	api, err := httpapi.New(hcfg, lim, reg, log)
+	if err != nil {
+		return err
+	}
+	// Take SIGHUP before anyone can learn our address and send it: its
+	// default action would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	ln, err := net.Listen("tcp", cfg.httpAddr)
+	if err != nil {
+		return fmt.Errorf("listen on -http-addr: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules))
+	if started != nil {
+		started(ln.Addr().String())
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Go(func() {
+		if err := rel.watch(ctx, hup); err != nil {
+			// Without a watcher SIGHUP still cannot reach us; treat it as fatal
+			// so a misconfiguration is seen at start, not at the first edit.
+			errc <- err
+		}
+	})
+	wg.Go(func() { sweep(ctx, ctr, cfg.sweepInterval, log) })
+	wg.Go(func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http server: %w", err)
+		}
+	})
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	case runErr = <-errc:
+	}
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+	}
+	wg.Wait()
+	return runErr
+}
+
+// sweep drops empty windows every interval until ctx ends.
+func sweep(ctx context.Context, ctr *counter.Counter, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if n := ctr.Sweep(now); n > 0 {
+				log.Debug("swept empty windows", "keys", n)
+			}
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// ErrInvalidConfig is wrapped by every error from Config.Validate and by New
+// for a missing dependency.
+var ErrInvalidConfig = errors.New("httpapi: invalid config")
+
+// Checker decides one request; *limiter.Limiter implements it. Check must be
+// safe for concurrent use and must overwrite every field of d.
+type Checker interface {
+	Check(t time.Time, req limiter.Request, d *limiter.Decision) error
+}
+
+// maxBodyLimit bounds Config.MaxBodyBytes: a check request is a few hundred
+// bytes, so a larger setting is a mistake that would only let a client make
+// the node buffer more.
+const maxBodyLimit = 1 << 20
+
+// Config configures an API. A zero field takes its default, so the zero
+// value of Config is the same as DefaultConfig().
+type Config struct {
+	// KeyHeader names the header the key is taken from when a check has no
+	// key parameter. For X-Forwarded-For the first address of the first
+	// header line is used; for any other header its whole first value.
+	// Surrounding spaces and tabs are trimmed. Default "X-Forwarded-For".
+	KeyHeader string
+	// Now is the clock checks are made against. Default time.Now; tests
+	// inject fixed instants.
+	Now func() time.Time
+	// Ready reports whether the node should receive traffic; /readyz
+	// answers 503 with its error text while it returns an error. nil means
+	// always ready.
+	Ready func() error
+	// MaxBodyBytes caps a POST /check body; a larger one is answered 413.
+	// The default, 4096, holds any key of limiter.MaxKeyBytes written as
+	// plain UTF-8. At most 1 MiB.
+	MaxBodyBytes int64
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{KeyHeader: "X-Forwarded-For", Now: time.Now, MaxBodyBytes: 4096}
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
+// fields are valid: they take their defaults.
+func (c Config) Validate() error {
+	switch {
+	case c.KeyHeader != "" && !validHeaderName(c.KeyHeader):
+		return fmt.Errorf("%w: KeyHeader %q is not a valid header name", ErrInvalidConfig, c.KeyHeader)
+	case c.MaxBodyBytes < 0 || c.MaxBodyBytes > maxBodyLimit:
+		return fmt.Errorf("%w: MaxBodyBytes must be between 1 and %d (0 for the default), got %d", ErrInvalidConfig, maxBodyLimit, c.MaxBodyBytes)
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.KeyHeader == "" {
+		c.KeyHeader = d.KeyHeader
+	}
+	if c.Now == nil {
+		c.Now = d.Now
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return c
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c < 0x80 && c > ' ' && c != 0x7f && !isDelimiter(c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isDelimiter(c byte) bool { return strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 }
+
+// API is the HTTP handler. Build it with New.
+type API struct {
+	cfg       Config
+	keyHeader string // canonical form of cfg.KeyHeader, for direct map lookups
+	xff       bool   // keyHeader is X-Forwarded-For: take its first address
+	checker   Checker
+	log       *slog.Logger
+	m         *metrics
+	metricsH  http.Handler
+	states    sync.Pool // of *checkState
+
+	// Internal-error logging is throttled to one line a second so that a
+	// failing limiter at 5,000 checks/s cannot flood the log.
+	lastErrLog atomic.Int64 // unix ms of the last logged internal error
+	suppressed atomic.Int64 // internal errors not logged since then
+}
+
+// New builds an API that asks checker, registers its metrics on reg and
+// serves reg on /metrics. log may be nil (nothing is logged).
+func New(cfg Config, checker Checker, reg *prometheus.Registry, log *slog.Logger) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if checker == nil {
+		return nil, fmt.Errorf("%w: nil Checker", ErrInvalidConfig)
+	}
+	if reg == nil {
+		return nil, fmt.Errorf("%w: nil Registry", ErrInvalidConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	a := &API{
+		cfg:       cfg,
+		keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader),
+		checker:   checker,
+		log:       log,
+		m:         m,
+		metricsH:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+	}
+	a.xff = a.keyHeader == "X-Forwarded-For"
+	a.states.New = func() any { return new(checkState) }
+	return a, nil
+}
+
+// ServeHTTP routes by exact path; see the package documentation.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/check":
+		a.serveCheck(w, r)
+	case "/metrics":
+		if a.getOrHead(w, r) {
+			a.metricsH.ServeHTTP(w, r)
+		}
+	case "/healthz":
+		if a.getOrHead(w, r) {
+			writeJSON(w, http.StatusOK, []byte("{\"status\":\"ok\"}\n"))
+		}
+	case "/readyz":
+		if a.getOrHead(w, r) {
+			a.serveReady(w)
+		}
+	default:
+		a.m.bad(reasonNotFound)
+		writeError(w, http.StatusNotFound, "no such endpoint; try /check, /metrics, /healthz or /readyz")
+	}
+}
+
+// getOrHead answers 405 to anything but GET and HEAD on the read-only
+// endpoints and reports whether the caller should go on.
+func (a *API) getOrHead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	a.m.bad(reasonMethodNotAllowed)
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, "method "+methodForMessage(r.Method)+" not allowed; use GET or HEAD")
+	return false
+}
+
+func (a *API) serveReady(w http.ResponseWriter) {
+	if a.cfg.Ready != nil {
+		if err := a.cfg.Ready(); err != nil {
+			b := []byte(`{"status":"not ready","error":`)
+			b = appendJSONString(b, err.Error())
+			writeJSON(w, http.StatusServiceUnavailable, append(b, '}', '\n'))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, []byte("{\"status\":\"ok\"}\n"))
+}
+
+// methodForMessage cuts a method for an error message: net/http accepts any
+// token as a method, however long.
+func methodForMessage(m string) string {
+	const maxMethod = 32
+	if len(m) > maxMethod {
+		return m[:maxMethod] + "..."
+	}
+	return m
+}
+
+// writeJSON writes a complete JSON response that must not be cached.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a failed write means the client left; nothing to do
+}
+
+// writeError writes {"error":msg}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	b := make([]byte, 0, len(msg)+16)
+	b = append(b, `{"error":`...)
+	b = appendJSONString(b, msg)
+	writeJSON(w, status, append(b, '}', '\n'))
+}

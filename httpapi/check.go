@@ -1,0 +1,362 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// checkState is the scratch space of one /check, pooled so that the hot path
+// allocates neither a Decision (about 700 bytes) nor its buffers.
+type checkState struct {
+	d    limiter.Decision
+	body []byte // JSON response body
+	hdr  []byte // values of the dynamic headers, back to back
+}
+
+// problem is a rejected request; status 0 means there is none.
+type problem struct {
+	status int
+	reason reason
+	msg    string
+}
+
+func badRequest(r reason, msg string) problem {
+	return problem{status: http.StatusBadRequest, reason: r, msg: msg}
+}
+
+// params are the check parameters as sent, from the query or the JSON body.
+type params struct {
+	key, rule, hits string
+	hasKey, hasHits bool
+}
+
+func (a *API) serveCheck(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		a.reject(w, problem{http.StatusMethodNotAllowed, reasonMethodNotAllowed,
+			"method " + methodForMessage(r.Method) + " not allowed; use GET or POST"})
+		return
+	}
+	req, p := a.parseCheckRequest(w, r)
+	if p.status != 0 {
+		a.reject(w, p)
+		return
+	}
+	st := a.states.Get().(*checkState)
+	t := a.cfg.Now()
+	start := time.Now()
+	err := a.check(t, req, &st.d)
+	a.m.duration.Observe(time.Since(start).Seconds())
+	if err == nil {
+		a.writeDecision(w, st)
+	} else if p, ok := checkProblem(err, req); ok {
+		a.reject(w, p)
+	} else {
+		a.internalError(w, err, req)
+	}
+	a.states.Put(st)
+}
+
+// check calls the Checker, turning a panic into an error: whatever goes
+// wrong inside the limiter, the request is answered (and allowed).
+func (a *API) check(t time.Time, req limiter.Request, d *limiter.Decision) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return a.checker.Check(t, req, d)
+}
+
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprint("httpapi: panic in Check: ", e.value) }
+
+// checkProblem maps the limiter's input-error sentinels to 400s; any other
+// error is internal.
+func checkProblem(err error, req limiter.Request) (problem, bool) {
+	switch {
+	case errors.Is(err, limiter.ErrUnknownRule):
+		return badRequest(reasonUnknownRule, "unknown rule "+quoteForMessage(req.Rule)), true
+	case errors.Is(err, limiter.ErrInvalidKey):
+		return badRequest(reasonInvalidKey, err.Error()), true
+	case errors.Is(err, limiter.ErrInvalidHits), errors.Is(err, counter.ErrInvalidHits):
+		return badRequest(reasonInvalidHits, err.Error()), true
+	}
+	return problem{}, false
+}
+
+// quoteForMessage quotes client input for an error message, cut short so a
+// message stays small whatever was sent.
+func quoteForMessage(s string) string {
+	const maxQuoted = 64
+	if len(s) > maxQuoted {
+		return strconv.Quote(s[:maxQuoted]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// reject answers a bad request. It is logged at debug level only: clients
+// decide how many there are.
+func (a *API) reject(w http.ResponseWriter, p problem) {
+	a.m.bad(p.reason)
+	a.log.Debug("bad check request", "reason", p.reason.String(), "error", p.msg)
+	writeError(w, p.status, p.msg)
+}
+
+// parseCheckRequest reads the check parameters of a GET or POST /check.
+func (a *API) parseCheckRequest(w http.ResponseWriter, r *http.Request) (limiter.Request, problem) {
+	var ps params
+	var p problem
+	if r.Method == http.MethodPost {
+		var body []byte
+		if body, p = a.readBody(w, r); p.status != 0 {
+			return limiter.Request{}, p
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			if r.URL.RawQuery != "" {
+				return limiter.Request{}, badRequest(reasonInvalidQuery,
+					"query parameters are not accepted with a JSON body; put them in the body")
+			}
+			if p = checkContentType(r.Header.Get("Content-Type")); p.status != 0 {
+				return limiter.Request{}, p
+			}
+			if ps, p = parseJSON(body); p.status != 0 {
+				return limiter.Request{}, p
+			}
+			return a.request(r, ps)
+		}
+		// An empty POST is a GET: see the package documentation.
+	}
+	if ps, p = parseQuery(r.URL.RawQuery); p.status != 0 {
+		return limiter.Request{}, p
+	}
+	return a.request(r, ps)
+}
+
+// request validates ps, fills defaults and takes the key from the header
+// when ps has none.
+func (a *API) request(r *http.Request, ps params) (limiter.Request, problem) {
+	req := limiter.Request{Rule: ps.rule, Hits: 1}
+	if ps.hasHits {
+		n, err := strconv.ParseInt(ps.hits, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return req, badRequest(reasonInvalidHits, "hits is out of range")
+		case err != nil:
+			return req, badRequest(reasonInvalidHits, "hits is not an integer")
+		case n < 1:
+			return req, badRequest(reasonInvalidHits, "hits must be at least 1")
+		}
+		req.Hits = n
+	}
+	if ps.hasKey {
+		if ps.key == "" {
+			return req, badRequest(reasonInvalidKey, "key is empty")
+		}
+		req.Key = ps.key
+		return req, a.validKey(req.Key, false)
+	}
+	req.Key = a.headerKey(r)
+	if req.Key == "" {
+		return req, badRequest(reasonMissingKey,
+			"missing key: no key parameter and no address in the "+a.keyHeader+" header")
+	}
+	return req, a.validKey(req.Key, true)
+}
+
+// validKey checks what the limiter would reject anyway, to give a precise
+// message and to keep such keys away from the limiter altogether.
+func (a *API) validKey(key string, fromHeader bool) problem {
+	var what string
+	switch {
+	case len(key) > limiter.MaxKeyBytes:
+		what = " is longer than " + strconv.Itoa(limiter.MaxKeyBytes) + " bytes"
+	case !utf8.ValidString(key):
+		what = " is not valid UTF-8"
+	default:
+		return problem{}
+	}
+	if fromHeader {
+		return badRequest(reasonInvalidKey, "key from the "+a.keyHeader+" header"+what)
+	}
+	return badRequest(reasonInvalidKey, "key"+what)
+}
+
+// headerKey returns the key carried by the configured header, "" if none.
+func (a *API) headerKey(r *http.Request) string {
+	vs := r.Header[a.keyHeader]
+	if len(vs) == 0 {
+		return ""
+	}
+	v := vs[0]
+	if a.xff {
+		// "client, proxy1, proxy2": the first address is the client.
+		if i := strings.IndexByte(v, ','); i >= 0 {
+			v = v[:i]
+		}
+	}
+	return strings.Trim(v, " \t")
+}
+
+// parseQuery parses key, rule and hits from a raw query. It is strict: an
+// unknown or repeated parameter is an error rather than silently ignored, as
+// a typo ("hit=5") would otherwise count the wrong amount.
+// It does not use url.ParseQuery, which allocates a map per request.
+func parseQuery(q string) (params, problem) {
+	var ps params
+	var hasRule bool
+	for q != "" {
+		var part string
+		part, q, _ = strings.Cut(q, "&")
+		if part == "" {
+			continue
+		}
+		if strings.IndexByte(part, ';') >= 0 {
+			// Go's url.ParseQuery rejects ';' too: some servers split on it
+			// and some do not, which makes it a request-smuggling hazard.
+			return ps, badRequest(reasonInvalidQuery, "invalid query: ';' is not a parameter separator; use '&'")
+		}
+		rawName, rawValue, _ := strings.Cut(part, "=")
+		name, err1 := queryUnescape(rawName)
+		value, err2 := queryUnescape(rawValue)
+		if err1 != nil || err2 != nil {
+			return ps, badRequest(reasonInvalidQuery, "invalid query: bad percent-encoding in "+quoteForMessage(part))
+		}
+		var dup bool
+		switch name {
+		case "key":
+			dup, ps.key, ps.hasKey = ps.hasKey, value, true
+		case "rule":
+			dup, ps.rule, hasRule = hasRule, value, true
+		case "hits":
+			dup, ps.hits, ps.hasHits = ps.hasHits, value, true
+		default:
+			return ps, badRequest(reasonInvalidQuery,
+				"unknown query parameter "+quoteForMessage(name)+"; the parameters are key, rule and hits")
+		}
+		if dup {
+			return ps, badRequest(reasonInvalidQuery, "query parameter "+name+" is given more than once")
+		}
+	}
+	return ps, problem{}
+}
+
+// queryUnescape decodes a query component, without allocating when there is
+// nothing to decode (the common case for keys such as IP addresses).
+func queryUnescape(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
+}
+
+// readBody reads a POST body of at most MaxBodyBytes.
+func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, problem) {
+	tooLarge := problem{http.StatusRequestEntityTooLarge, reasonBodyTooLarge,
+		"request body is larger than " + strconv.FormatInt(a.cfg.MaxBodyBytes, 10) + " bytes"}
+	if r.ContentLength > a.cfg.MaxBodyBytes {
+		return nil, tooLarge
+	}
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil, problem{}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, tooLarge
+	case err != nil:
+		return nil, badRequest(reasonMalformedJSON, "reading the request body failed: "+err.Error())
+	}
+	return body, problem{}
+}
+
+// checkContentType accepts a missing Content-Type (curl -d sends
+// application/x-www-form-urlencoded, but hand-written clients often send
+// none) and any JSON media type; anything else is a 415, because a body in
+// another format is not something the parser can read.
+func checkContentType(ct string) problem {
+	if ct == "" {
+		return problem{}
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return problem{}
+	}
+	return problem{http.StatusUnsupportedMediaType, reasonUnsupportedMediaType,
+		"Content-Type must be application/json, got " + quoteForMessage(ct)}
+}
+
+// checkBody is the POST /check body. Pointers tell an absent field from an
+// empty one; hits stays raw so that 1.5, "5" and 1e3 get a precise message
+// instead of a decoder error.
+type checkBody struct {
+	Key  *string         `json:"key"`
+	Rule *string         `json:"rule"`
+	Hits json.RawMessage `json:"hits"`
+}
+
+// parseJSON parses a non-empty POST /check body.
+func parseJSON(body []byte) (params, problem) {
+	var ps params
+	if !utf8.Valid(body) {
+		// encoding/json would silently turn invalid bytes into U+FFFD and so
+		// count a different key than the one sent.
+		return ps, badRequest(reasonMalformedJSON, "malformed JSON: body is not valid UTF-8")
+	}
+	var cb checkBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cb); err != nil {
+		return ps, jsonProblem(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return ps, badRequest(reasonMalformedJSON, "malformed JSON: data after the object")
+	}
+	if cb.Key != nil {
+		ps.key, ps.hasKey = *cb.Key, true
+	}
+	if cb.Rule != nil {
+		ps.rule = *cb.Rule
+	}
+	if len(cb.Hits) > 0 && string(cb.Hits) != "null" {
+		ps.hits, ps.hasHits = string(cb.Hits), true
+	}
+	return ps, problem{}
+}
+
+// jsonProblem turns a decoder error into a message about the request.
+func jsonProblem(err error) problem {
+	var typeErr *json.UnmarshalTypeError
+	switch msg := err.Error(); {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return badRequest(reasonMalformedJSON, "malformed JSON: field "+quoteForMessage(typeErr.Field)+" must be a string")
+	case errors.As(err, &typeErr):
+		return badRequest(reasonMalformedJSON, "malformed JSON: the body must be an object")
+	case strings.Contains(msg, "unknown field"):
+		return badRequest(reasonUnknownField,
+			strings.TrimPrefix(msg, "json: ")+"; the fields are key, rule and hits")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest(reasonMalformedJSON, "malformed JSON: unexpected end of the body")
+	default:
+		return badRequest(reasonMalformedJSON, "malformed JSON: "+strings.TrimPrefix(msg, "json: "))
+	}
+}

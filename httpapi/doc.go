@@ -1,0 +1,87 @@
+// Package httpapi is limiterd's HTTP front end: it turns /check requests into
+// limiter checks and answers them the way HTTP clients and proxies expect.
+//
+// # Endpoints
+//
+//	GET  /check?key=K[&rule=R][&hits=N]
+//	POST /check   {"key":"K","rule":"R","hits":N}
+//	GET  /metrics   Prometheus exposition of the injected registry
+//	GET  /healthz   always 200 {"status":"ok"}
+//	GET  /readyz    200 when Config.Ready returns nil, else 503 with its error
+//
+// /check answers 200 when the request is allowed and 429 Too Many Requests
+// (RFC 6585) when it is denied, with a JSON body
+//
+//	{"allowed":true,"limit":600,"remaining":599,"retry_after_ms":0,"reset_ms":55000,"rule":"default"}
+//
+// and the fields of draft-ietf-httpapi-ratelimit-headers in structured-field
+// form, one list member per limit of the deciding rule, in rule order:
+//
+//	RateLimit-Policy: "default";q=600;w=60
+//	RateLimit: "default";r=599;t=55
+//
+// A 429 also carries Retry-After in whole seconds, rounded up, at least 1
+// (RFC 9110). limit and remaining in the body are those of the most
+// constrained limit: the one with the least remaining, or on a deny the
+// denying limit with the longest wait.
+//
+// When key is absent the key comes from the header named by
+// Config.KeyHeader (the first address of X-Forwarded-For by default), so
+// /check works as a Traefik ForwardAuth target: Traefik sends a GET with
+// X-Forwarded-For and treats any 2xx as "allow", anything else is returned
+// to the client, 429 and its headers included. An explicitly empty key
+// (key= or "key":"") is an error rather than a fall back to the header, so
+// a proxy template that renders an empty key is noticed instead of quietly
+// limiting the proxy's own address. hits defaults to 1.
+//
+// A POST with a non-empty body takes its parameters from the JSON body only
+// (query parameters alongside a body are rejected as ambiguous). A POST with
+// an empty body behaves exactly like a GET, which is what nginx's
+// auth_request sends when the original request was a POST and its body is
+// dropped. A non-empty body must be application/json (or a +json type); a
+// missing Content-Type is accepted, any other is rejected with 415.
+//
+// # Decisions that are not a plain allow or deny
+//
+//   - No rule governs the key: 200 {"allowed":true,"rule":""}, no RateLimit
+//     headers.
+//   - Shadow (dry-run) rule: always 200 and "allowed":true, plus
+//     "shadow":true and "would_allow" with what the rule decided;
+//     retry_after_ms is what the rule would have answered. A would-be deny
+//     adds X-RateLimit-Shadow: deny. The RateLimit headers are left out for
+//     shadow rules, because a dry run must not change how well-behaved
+//     clients pace themselves.
+//   - Key not tracked (the counter is at its key cap): allowed, with
+//     "untracked":true in the body.
+//   - Internal error (NFR3): any error from the Checker that is not an input
+//     error, or a panic inside it, allows the request: 200
+//     {"allowed":true,"rule":""} with X-RateLimit-Error: internal. It is
+//     logged (at most once a second, with a count of the ones suppressed)
+//     and counted in limiterd_check_errors_total. /check never answers 5xx.
+//
+// # Bad input
+//
+// Bad input counts nothing and is answered with {"error":"..."} saying what
+// is wrong: 400 for a missing, empty, over-long (more than
+// limiter.MaxKeyBytes) or non-UTF-8 key, for hits that is not an integer, is
+// below 1 or exceeds a limit of the rule, for an unknown rule, for a bad or
+// unknown query parameter or one given twice, and for malformed JSON or JSON
+// with unknown fields; 413 for a body over Config.MaxBodyBytes; 415 for a
+// body with a non-JSON Content-Type; 405 with Allow: GET, POST for other
+// methods; 404 for unknown paths. Every /check response carries
+// Cache-Control: no-store.
+//
+// # Metrics
+//
+// New registers on the injected registry: limiterd_decisions_total{rule,outcome}
+// (outcome is allowed, denied, shadow_denied, untracked, unlimited or
+// error; rule is a configured rule name or "", never anything a client
+// sent), limiterd_check_duration_seconds (time spent in Checker.Check),
+// limiterd_check_errors_total and limiterd_bad_requests_total{reason}.
+//
+// # Concurrency and zero value
+//
+// An *API is safe for concurrent use; the Checker it is given must be too.
+// The zero value of API is not usable: build one with New. The zero value
+// of Config means "all defaults" (see DefaultConfig).
+package httpapi

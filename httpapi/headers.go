@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// The RateLimit-Policy and RateLimit fields of draft-ietf-httpapi-ratelimit-headers
+// (drafts 08-11) are structured-field lists (RFC 9651): one member per
+// limit of the deciding rule, in rule order, each an sf-string naming the
+// policy with integer parameters:
+//
+//	RateLimit-Policy: "api/1s";q=10;w=1, "api/60s";q=600;w=60
+//	RateLimit: "api/1s";r=9;t=1, "api/60s";r=599;t=55
+//
+// q is the quota, w the window in seconds, r what remains and t the seconds
+// until the quota is fully available again. Durations are rounded up so a
+// client that waits what it was told never comes back too early.
+
+// appendPolicyField appends the RateLimit-Policy value for d's limits.
+func appendPolicyField(b []byte, d *limiter.Decision) []byte {
+	for i, l := range limits(d) {
+		if i > 0 {
+			b = append(b, ',', ' ')
+		}
+		b = appendSFString(b, l.Policy)
+		b = append(b, ";q="...)
+		b = strconv.AppendInt(b, l.Limit, 10)
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, ceilSeconds(l.Window), 10)
+	}
+	return b
+}
+
+// appendRateLimitField appends the RateLimit value for d's limits.
+func appendRateLimitField(b []byte, d *limiter.Decision) []byte {
+	for i, l := range limits(d) {
+		if i > 0 {
+			b = append(b, ',', ' ')
+		}
+		b = appendSFString(b, l.Policy)
+		b = append(b, ";r="...)
+		b = strconv.AppendInt(b, max(l.Remaining, 0), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, ceilSeconds(l.Reset), 10)
+	}
+	return b
+}
+
+// appendRetryAfter appends a Retry-After delay-seconds value (RFC 9110): the
+// wait rounded up to whole seconds and at least 1, since "Retry-After: 0"
+// would invite an immediate retry that is still denied.
+func appendRetryAfter(b []byte, wait time.Duration) []byte {
+	return strconv.AppendInt(b, max(ceilSeconds(wait), 1), 10)
+}
+
+// limits returns the set entries of d.Limits, tolerating an out-of-range N
+// from a faulty Checker.
+func limits(d *limiter.Decision) []limiter.LimitResult {
+	return d.Limits[:min(max(d.N, 0), len(d.Limits))]
+}
+
+// appendSFString appends s as an RFC 9651 sf-string. Only printable ASCII is
+// allowed there; any other byte (rule names are expected to be ASCII, but a
+// bad one must not produce an invalid or split header) becomes '?'.
+func appendSFString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '?')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// ceilSeconds rounds a non-negative duration up to whole seconds; negative
+// durations count as 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// ceilMillis rounds a non-negative duration up to whole milliseconds.
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}

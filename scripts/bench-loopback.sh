@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Loopback throughput of /check against a no-op handler on the same server.
+#
+# Starts the real limiterd on 127.0.0.1 with testdata/rules.yaml and drives it
+# with wrk (same tool, same connection count, same Lua request generator):
+# first /healthz (the server's no-op handler: fixed JSON, no limiter work),
+# then /check with a random key out of KEYS, then /healthz again, and prints
+# requests/s of each and the ratio check / mean(no-op).
+#
+#   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000
+#   DURATION=30s CONNS=64 scripts/bench-loopback.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+KEYS=${KEYS:-10000}
+THREADS=${THREADS:-1}
+
+if ! command -v wrk >/dev/null; then
+  echo "wrk not found; installing it from Debian's packages" >&2
+  { apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }; } >/dev/null
+fi
+
+go build -o bin/limiterd ./cmd/limiterd
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+addr=127.0.0.1:$port
+bin/limiterd -http-addr "$addr" -rules testdata/rules.yaml -log-level warn &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -f "$lua"' EXIT
+for _ in $(seq 50); do curl -fs "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
+
+lua=$(mktemp --suffix .lua)
+run() { # $1 = path prefix; prints requests/s
+  cat >"$lua" <<LUA
+math.randomseed(20260730)
+request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
+LUA
+  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://$addr" | awk '/Requests\/sec/ {print $2}'
+}
+noop1=$(run "/healthz?key=client-")
+check=$(run "/check?key=client-")
+noop2=$(run "/healthz?key=client-")
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, $KEYS keys, $(nproc) cores"
+echo "no-op (/healthz) req/s: $noop1 then $noop2"
+echo "/check           req/s: $check"
+awk -v c="$check" -v a="$noop1" -v b="$noop2" 'BEGIN {printf "ratio /check / no-op: %.3f\n", c / ((a + b) / 2)}'
