@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,27 +25,41 @@ func BenchmarkAllowExistingKey(b *testing.B) {
 	}
 }
 
-// BenchmarkAllowParallel checks 10,000 tracked keys from GOMAXPROCS
-// goroutines; compare with -cpu 1,2 to see the sharded locks scale.
+// BenchmarkAllowParallel checks tracked keys from GOMAXPROCS goroutines;
+// run with -cpu 1,2 to see how the sharded locks scale. "own-key": each
+// goroutine checks its own key (no shared lock, no shared cache line: the
+// ideal scaling); "shared-keys": all draw at random from the same 10,000
+// keys, so cores also pull the same map memory back and forth.
 func BenchmarkAllowParallel(b *testing.B) {
-	c := newCounter(b, DefaultConfig())
-	l := mustLimit(b, c, "default", 600, time.Minute, 12)
-	limits := []Limit{l}
-	keys := make([]string, 10_000)
-	var res [1]Result
-	for i := range keys {
-		keys[i] = "client-" + strconv.Itoa(i)
-		c.Allow(t0, keys[i], 1, limits, res[:])
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		var res [1]Result
-		rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-		for i := 0; pb.Next(); i++ {
-			c.Allow(at(int64(i)), keys[rng.IntN(len(keys))], 1, limits, res[:])
+	for _, shared := range []bool{false, true} {
+		name := "own-key"
+		if shared {
+			name = "shared-keys"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			c := newCounter(b, DefaultConfig())
+			l := mustLimit(b, c, "default", 600, time.Minute, 12)
+			limits := []Limit{l}
+			var g atomic.Uint64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				id := g.Add(1)
+				n := 1
+				if shared {
+					id, n = 0, 10_000
+				}
+				keys := make([]string, n)
+				for i := range keys {
+					keys[i] = "client-" + strconv.FormatUint(id, 10) + "-" + strconv.Itoa(i)
+				}
+				var res [1]Result
+				rng := rand.New(rand.NewPCG(g.Add(1), 1))
+				for i := 0; pb.Next(); i++ {
+					c.Allow(at(int64(i)), keys[rng.IntN(n)], 1, limits, res[:])
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkMemoryPerClient loads HS1 with the seed's average traffic: 200,000

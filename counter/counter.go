@@ -27,10 +27,10 @@ type Counter struct {
 // live in the same shard, so one lock makes a multi-limit check atomic.
 type shard struct {
 	mu        sync.Mutex
-	tables    []table // indexed by Limit.slot
-	keys      int     // entries over all tables
-	lastSweep int64   // unix ms of the last capacity-driven sweep
-	_         [40]byte
+	tables    []table        // indexed by Limit.slot
+	keys      int            // entries over all tables
+	lastSweep int64          // unix ms of the last capacity-driven sweep
+	_         [128 - 48]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
 type table struct {

@@ -2,12 +2,12 @@
 # Loopback throughput of /check against a no-op handler on the same server.
 #
 # Starts the real limiterd on 127.0.0.1 with testdata/rules.yaml and drives it
-# with wrk (same tool, same connection count, same Lua request generator):
-# first /healthz (the server's no-op handler: fixed JSON, no limiter work),
-# then /check with a random key out of KEYS, then /healthz again, and prints
-# requests/s of each and the ratio check / mean(no-op).
+# with wrk (same tool, same connection count, same Lua request generator),
+# alternating ROUNDS times between /healthz (the server's no-op handler:
+# fixed JSON, no limiter work) and /check with a random key out of KEYS, and
+# prints requests/s of every run and the ratio of the medians.
 #
-#   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000
+#   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000 ROUNDS=3
 #   DURATION=30s CONNS=64 scripts/bench-loopback.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 KEYS=${KEYS:-10000}
 THREADS=${THREADS:-1}
+ROUNDS=${ROUNDS:-3}
 
 if ! command -v wrk >/dev/null; then
   echo "wrk not found; installing it from Debian's packages" >&2
@@ -38,10 +39,15 @@ request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
 LUA
   wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://$addr" | awk '/Requests\/sec/ {print $2}'
 }
-noop1=$(run "/healthz?key=client-")
-check=$(run "/check?key=client-")
-noop2=$(run "/healthz?key=client-")
-echo "wrk -t$THREADS -c$CONNS -d$DURATION, $KEYS keys, $(nproc) cores"
-echo "no-op (/healthz) req/s: $noop1 then $noop2"
-echo "/check           req/s: $check"
-awk -v c="$check" -v a="$noop1" -v b="$noop2" 'BEGIN {printf "ratio /check / no-op: %.3f\n", c / ((a + b) / 2)}'
+noops=() checks=()
+for _ in $(seq "$ROUNDS"); do
+  noops+=("$(run "/healthz?key=client-")")
+  checks+=("$(run "/check?key=client-")")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+noop=$(median "${noops[@]}")
+check=$(median "${checks[@]}")
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, $KEYS keys, $ROUNDS rounds, $(nproc) cores"
+echo "no-op (/healthz) req/s: ${noops[*]} (median $noop)"
+echo "/check           req/s: ${checks[*]} (median $check)"
+awk -v c="$check" -v n="$noop" 'BEGIN {printf "ratio /check / no-op (medians): %.3f\n", c / n}'
