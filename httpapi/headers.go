@@ -82,25 +82,19 @@ func appendSFString(b []byte, s string) []byte {
 
 // ceilSeconds rounds a non-negative duration up to whole seconds; negative
 // durations count as 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return s
-}
+func ceilSeconds(d time.Duration) int64 { return ceilUnits(d, time.Second) }
 
 // ceilMillis rounds a non-negative duration up to whole milliseconds.
-func ceilMillis(d time.Duration) int64 {
+func ceilMillis(d time.Duration) int64 { return ceilUnits(d, time.Millisecond) }
+
+// ceilUnits rounds d up to whole units; negative durations count as 0.
+func ceilUnits(d, unit time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond != 0 {
-		ms++
+	n := int64(d / unit)
+	if d%unit != 0 {
+		n++
 	}
-	return ms
+	return n
 }
