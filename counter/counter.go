@@ -3,7 +3,6 @@ package counter
 import (
 	"fmt"
 	"hash/maphash"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +18,20 @@ type Counter struct {
 	tolPPM    int64 // Tolerance in parts per million
 	untracked atomic.Uint64
 
-	regMu sync.Mutex
-	slots map[string]uint16 // registered limit identity -> table index
+	regMu   sync.Mutex
+	slots   map[string]uint16 // registered limit identity -> table index
+	infos   []limitInfo       // by slot
+	origins map[string]uint16 // peer node name -> origin number (0 is this node)
+	names   []string          // by origin number; names[0] is this node's name
+
+	cluster atomic.Pointer[clusterState] // nil: single node
+}
+
+// limitInfo is what the registry knows of a slot, for merging and syncing.
+type limitInfo struct {
+	id       string // name|windowMs|slices, the limit's identity on the wire
+	windowMs int64
+	max      int64 // the max of the latest registration
 }
 
 // shard is one lock's worth of the key space. A key's tables for every limit
@@ -30,7 +41,14 @@ type shard struct {
 	tables    []table        // indexed by Limit.slot
 	keys      int            // entries over all tables
 	lastSweep int64          // unix ms of the last capacity-driven sweep
-	_         [128 - 48]byte // 128 bytes a shard: neighbours never share a cache line
+	dirty     []dirtyRef // keys with local changes not yet collected (cluster mode)
+	_         [128 - 72]byte // 128 bytes a shard: neighbours never share a cache line
+}
+
+// dirtyRef names a key with local changes since the last AppendChanges.
+type dirtyRef struct {
+	slot uint16
+	key  string
 }
 
 type table struct {
@@ -51,6 +69,8 @@ func New(cfg Config) (*Counter, error) {
 		shardCap: (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards,
 		tolPPM:   int64(cfg.Tolerance*1e6 + 0.5),
 		slots:    make(map[string]uint16),
+		origins:  make(map[string]uint16),
+		names:    []string{""},
 	}, nil
 }
 
@@ -77,7 +97,7 @@ func (c *Counter) Limit(name string, max int64, window time.Duration, slices int
 		return Limit{}, fmt.Errorf("%w: a slice must last at least 1ms, got window %v over %d slices", ErrInvalidLimit, window, slices)
 	}
 	windowMs := window.Milliseconds()
-	id := name + "|" + strconv.FormatInt(windowMs, 10) + "|" + strconv.Itoa(slices)
+	id := LimitID(name, window, slices)
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
 	slot, ok := c.slots[id]
@@ -87,13 +107,21 @@ func (c *Counter) Limit(name string, max int64, window time.Duration, slices int
 		}
 		slot = uint16(len(c.slots))
 		c.slots[id] = slot
+		c.infos = append(c.infos, limitInfo{id: id, windowMs: windowMs})
 	}
+	c.infos[slot].max = max
 	return Limit{slot: slot, max: max, windowMs: windowMs, sliceMs: windowMs / int64(slices), name: name}, nil
 }
 
 // maxTail is how many requests a slice may hold after its start instant: the
-// most that can hide in the one slice that straddles the window's start.
-func (c *Counter) maxTail(max int64) int64 { return max * c.tolPPM / 1e6 }
+// most that can hide in the one slice that straddles the window's start. In
+// a cluster every node has such a slice, so each gets its share (cluster.go).
+func (c *Counter) maxTail(max int64, cs *clusterState) int64 {
+	if cs != nil {
+		return cs.maxTail(max, c.tolPPM)
+	}
+	return max * c.tolPPM / 1e6
+}
 
 func (c *Counter) shardFor(key string) *shard {
 	return &c.shards[maphash.String(c.seed, key)&c.mask]
@@ -133,6 +161,7 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 		at     [MaxLimitsPerCall]int64
 	)
 	d := Decision{Allowed: true}
+	cs := c.cluster.Load()
 	s := c.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,6 +177,17 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		states[i], found[i] = st, ok
 		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		if r.Allowed && cs != nil && !cs.withinBudget(l, count, int64(st.pending), hits) {
+			// Room in the window, but more than this node's share of it
+			// until peers hear of it: wait for the next sync.
+			r.Allowed = false
+			r.RetryAfter = cs.syncInterval
+			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
+			results[i] = r
+			continue
+		}
 		if !r.Allowed {
 			r.RetryAfter = time.Duration(st.retryAfter(at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
 			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
@@ -175,7 +215,14 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 			continue
 		}
 		st := &states[i]
-		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max))
+		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))
+		if cs != nil {
+			st.pending += uint32(hits)
+			if !st.dirty {
+				st.dirty = true
+				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: key})
+			}
+		}
 		s.store(l.slot, key, *st, found[i])
 		results[i].Remaining = l.max - results[i].Count - hits
 		results[i].Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond

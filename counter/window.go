@@ -13,9 +13,13 @@ type slice struct {
 // state is the window of one (limit, key) pair. Slices are kept in order of
 // start. Only the newest slice of the local origin is open for new requests.
 type state struct {
-	base   int64   // unix ms that slice offsets are relative to
-	head   uint32  // requests at the first instant of the newest local slice
-	slices []slice // ordered by start
+	base    int64   // unix ms that slice offsets are relative to
+	head    uint32  // requests at the first instant of the newest local slice
+	pending uint32  // local hits since the last AppendChanges (cluster mode)
+	sentOff uint32  // offset of the newest local slice at the last AppendChanges
+	dirty   bool    // queued in the shard's dirty list
+	closed  bool    // the newest local slice takes no more requests (restored from a peer)
+	slices  []slice // ordered by start, then origin
 }
 
 // rebaseAt is the offset past which expire moves the base forward, keeping
@@ -45,9 +49,27 @@ func (s *state) expire(now, windowMs int64) bool {
 		for j := range s.slices {
 			s.slices[j].off -= d
 		}
+		s.sentOff -= min(s.sentOff, d)
 		s.base += int64(d)
 	}
 	return true
+}
+
+// offsetOf returns start as an offset from the base, first moving the base
+// back to start if start is earlier (a peer's slice, or an empty state).
+func (s *state) offsetOf(start int64) uint32 {
+	switch {
+	case len(s.slices) == 0:
+		s.base, s.sentOff = start, 0
+	case start < s.base:
+		d := uint32(s.base - start)
+		for j := range s.slices {
+			s.slices[j].off += d
+		}
+		s.sentOff += d
+		s.base = start
+	}
+	return uint32(start - s.base)
 }
 
 // count returns the requests counted in the window (call expire first).
@@ -88,7 +110,7 @@ func (s *state) clamp(now int64) int64 {
 // requests after its start instant) stays within maxTail. Otherwise a new
 // slice starts at now.
 func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
-	if i := s.newestLocal(); i >= 0 {
+	if i := s.newestLocal(); i >= 0 && !s.closed {
 		sl := &s.slices[i]
 		st := s.start(i)
 		switch {
@@ -101,18 +123,39 @@ func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
 			return
 		}
 	}
-	switch {
-	case len(s.slices) == 0:
-		s.base = now
-	case now < s.base: // only when a peer's slice set the base (cluster clocks differ)
-		d := uint32(s.base - now)
-		for j := range s.slices {
-			s.slices[j].off += d
-		}
-		s.base = now
+	s.insert(slice{off: s.offsetOf(now), n: hits})
+	s.head, s.closed = hits, false
+}
+
+// insert puts sl in start order. A peer's slice may start after this node's
+// newest one (clocks differ, messages arrive late), so it is not always last.
+func (s *state) insert(sl slice) {
+	i := len(s.slices)
+	for i > 0 && (s.slices[i-1].off > sl.off || s.slices[i-1].off == sl.off && s.slices[i-1].origin > sl.origin) {
+		i--
 	}
-	s.slices = append(s.slices, slice{off: uint32(now - s.base), n: hits})
-	s.head = hits
+	s.slices = append(s.slices, slice{})
+	copy(s.slices[i+1:], s.slices[i:])
+	s.slices[i] = sl
+}
+
+// merge records that origin counted n requests in its slice starting at
+// start, keeping the larger count if the slice is known: counts are
+// absolute, so a duplicate, late or re-sent message never adds twice.
+// It reports whether anything changed.
+func (s *state) merge(origin uint16, start int64, n uint32) bool {
+	off := s.offsetOf(start)
+	for i := range s.slices {
+		if sl := &s.slices[i]; sl.off == off && sl.origin == origin {
+			if n <= sl.n {
+				return false
+			}
+			sl.n = n
+			return true
+		}
+	}
+	s.insert(slice{off: off, n: n, origin: origin})
+	return true
 }
 
 // retryAfter returns the shortest wait, in ms, after which count-dropped+hits

@@ -1,0 +1,237 @@
+package counter
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Entry is one slice of one key as its origin node counted it. Counts are
+// absolute, not increments: Merge keeps the largest count it has seen for
+// (Limit, Key, Origin, Start), so entries may be lost, duplicated, reordered
+// or re-sent without ever over-counting.
+type Entry struct {
+	// Limit is the limit's identity, "name|window_ms|slices" (LimitID).
+	Limit string
+	Key   string
+	// Origin names the node that counted the requests.
+	Origin string
+	// Start is the slice's start, unix ms on the origin's clock.
+	Start int64
+	Count uint32
+}
+
+// LimitID returns the identity a limit registered as (name, window, slices)
+// has in Entry.Limit.
+func LimitID(name string, window time.Duration, slices int) string {
+	return name + "|" + strconv.FormatInt(window.Milliseconds(), 10) + "|" + strconv.Itoa(slices)
+}
+
+// ID returns l's identity, as in Entry.Limit.
+func (l Limit) ID() string { return LimitID(l.name, l.Window(), l.Slices()) }
+
+// MergeStats counts what one Merge call did with its entries.
+type MergeStats struct {
+	Merged    int // raised a count or added a slice
+	Unchanged int // known already with a count at least as large
+	Expired   int // slice already out of the window (or more than a window ahead)
+	Unknown   int // limit not registered on this node
+	NoRoom    int // new key while the counter is at MaxKeys
+}
+
+// Merge adds peers' entries at now. An entry whose Origin is this node's own
+// name (sent back by a peer after a restart) restores a local slice, which
+// is then closed: new local requests start a new slice, so a restored
+// slice's unknown tail can never grow past the bound.
+func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
+	var ms MergeStats
+	nowMs := now.UnixMilli()
+	var (
+		lastID   string
+		lastInfo limitInfo
+		lastSlot uint16
+		lastOK   bool
+		lastOrig string
+		origin   uint16
+	)
+	for i := range entries {
+		e := &entries[i]
+		if i == 0 || e.Limit != lastID {
+			lastID = e.Limit
+			lastSlot, lastInfo, lastOK = c.lookupLimit(e.Limit)
+		}
+		if !lastOK {
+			ms.Unknown++
+			continue
+		}
+		if e.Start <= nowMs-lastInfo.windowMs || e.Start > nowMs+lastInfo.windowMs || e.Count == 0 {
+			ms.Expired++
+			continue
+		}
+		if i == 0 || e.Origin != lastOrig {
+			lastOrig = e.Origin
+			origin = c.originOf(e.Origin)
+		}
+		s := c.shardFor(e.Key)
+		s.mu.Lock()
+		tab := s.table(Limit{slot: lastSlot, windowMs: lastInfo.windowMs})
+		st, found := tab.m[e.Key]
+		if found {
+			st.expire(nowMs, lastInfo.windowMs)
+		} else if !s.admit(nowMs, c.shardCap) {
+			s.mu.Unlock()
+			ms.NoRoom++
+			continue
+		}
+		if st.merge(origin, e.Start, e.Count) {
+			ms.Merged++
+			if origin == 0 {
+				// Our own slice from before a restart: closed to new requests,
+				// and not ours to send again.
+				st.closed = true
+				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+			}
+		} else {
+			ms.Unchanged++
+		}
+		s.store(lastSlot, e.Key, st, found)
+		s.mu.Unlock()
+	}
+	return ms
+}
+
+func (c *Counter) lookupLimit(id string) (uint16, limitInfo, bool) {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	slot, ok := c.slots[id]
+	if !ok {
+		return 0, limitInfo{}, false
+	}
+	return slot, c.infos[slot], true
+}
+
+// originOf returns the origin number of a node name, numbering new names.
+func (c *Counter) originOf(name string) uint16 {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if name == c.names[0] {
+		return 0
+	}
+	if o, ok := c.origins[name]; ok {
+		return o
+	}
+	if len(c.names) > 1<<16-1 {
+		return uint16(len(c.names) - 1) // share the last number rather than fail; max merges stay safe
+	}
+	o := uint16(len(c.names))
+	c.origins[strings.Clone(name)] = o
+	c.names = append(c.names, strings.Clone(name))
+	return o
+}
+
+// snapshotNames returns the registry's limit ids and origin names.
+func (c *Counter) snapshotNames() (ids []string, maxes []int64, names []string) {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	ids = make([]string, len(c.infos))
+	maxes = make([]int64, len(c.infos))
+	for i, in := range c.infos {
+		ids[i], maxes[i] = in.id, in.max
+	}
+	return ids, maxes, append([]string(nil), c.names...)
+}
+
+// AppendChanges appends to dst the local slices that changed since the
+// previous call (each tick of the sync loop) and returns it. It also ends
+// the budget's blind interval. It returns dst unchanged in single-node mode.
+func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
+	if c.cluster.Load() == nil {
+		return dst
+	}
+	nowMs := now.UnixMilli()
+	ids, _, names := c.snapshotNames()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, ref := range s.dirty {
+			t := &s.tables[ref.slot]
+			st, ok := t.m[ref.key]
+			if !ok || !st.dirty {
+				continue
+			}
+			newest := uint32(0)
+			for _, sl := range st.slices {
+				if sl.origin != 0 || sl.off < st.sentOff {
+					continue
+				}
+				if start := st.base + int64(sl.off); start > nowMs-t.windowMs {
+					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
+				}
+				newest = sl.off
+			}
+			st.sentOff, st.pending, st.dirty = newest, 0, false
+			t.m[ref.key] = st
+		}
+		clear(s.dirty)
+		s.dirty = s.dirty[:0]
+		s.mu.Unlock()
+	}
+	return dst
+}
+
+// AppendState appends every live slice counted by origin (this node's name
+// for its own) and returns dst. With minShare > 0 only keys whose window
+// holds at least minShare x their limit are included: the keys where a
+// lost message could change a decision. Used for anti-entropy and to give a
+// restarted peer back what it had counted.
+func (c *Counter) AppendState(dst []Entry, now time.Time, origin string, minShare float64) []Entry {
+	nowMs := now.UnixMilli()
+	ids, maxes, names := c.snapshotNames()
+	o := -1
+	for i, n := range names {
+		if n == origin {
+			o = i
+			break
+		}
+	}
+	if o < 0 {
+		return dst
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for slot := range s.tables {
+			t := &s.tables[slot]
+			if slot >= len(ids) {
+				continue
+			}
+			for key, st := range t.m {
+				if minShare > 0 {
+					var n int64
+					for j, sl := range st.slices {
+						if st.start(j) > nowMs-t.windowMs {
+							n += int64(sl.n)
+						}
+					}
+					if float64(n) < minShare*float64(maxes[slot]) {
+						continue
+					}
+				}
+				for j, sl := range st.slices {
+					if int(sl.origin) == o && st.start(j) > nowMs-t.windowMs {
+						dst = append(dst, Entry{Limit: ids[slot], Key: key, Origin: origin, Start: st.start(j), Count: sl.n})
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return dst
+}
+
+// Self returns this node's name in cluster mode, "" otherwise.
+func (c *Counter) Self() string {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	return c.names[0]
+}

@@ -1,0 +1,212 @@
+package counter
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// node is one counter in cluster mode for the sync tests.
+type node struct {
+	c   *Counter
+	lim Limit
+}
+
+func newNode(t *testing.T, self string, nodes int, budget bool) node {
+	t.Helper()
+	c := newCounter(t, DefaultConfig())
+	cc := DefaultClusterConfig(self)
+	cc.Nodes, cc.Budget = nodes, budget
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	return node{c, mustLimit(t, c, "r", 100, 10*time.Second, 10)}
+}
+
+func (n node) allow(t *testing.T, ms int64, key string) bool {
+	t.Helper()
+	var res [1]Result
+	d, err := n.c.Allow(at(ms), key, 1, []Limit{n.lim}, res[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Allowed
+}
+
+func (n node) count(t *testing.T, ms int64, key string) int64 {
+	t.Helper()
+	var res [1]Result
+	// hits = limit: never fits unless empty, so nothing is counted.
+	if _, err := n.c.Allow(at(ms), key, n.lim.max, []Limit{n.lim}, res[:]); err != nil {
+		t.Fatal(err)
+	}
+	return res[0].Count
+}
+
+func TestMergeIsIdempotentAndOrderFree(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	var batches [][]Entry
+	for tick := int64(0); tick < 10; tick++ {
+		for i := int64(0); i < 7; i++ {
+			a.allow(t, tick*200+i, "k")
+		}
+		batches = append(batches, a.c.AppendChanges(nil, at(tick*200+199)))
+	}
+	want := int64(70)
+	if got := a.count(t, 2000, "k"); got != want {
+		t.Fatalf("a counts %d, want %d", got, want)
+	}
+	// Deliver every batch twice, in a shuffled order.
+	rng := rand.New(rand.NewPCG(1, 2))
+	all := append(append([][]Entry{}, batches...), batches...)
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	for _, batch := range all {
+		b.c.Merge(at(2000), batch)
+	}
+	if got := b.count(t, 2000, "k"); got != want {
+		t.Fatalf("b counts %d after duplicated, shuffled delivery; want %d", got, want)
+	}
+	// b's own requests add to a's: b decides on merged plus local.
+	b.allow(t, 2001, "k")
+	if got := b.count(t, 2002, "k"); got != want+1 {
+		t.Fatalf("b counts %d, want %d", got, want+1)
+	}
+	// Nothing of b's came back to a as a's own: a still counts 70.
+	if got := a.count(t, 2002, "k"); got != want {
+		t.Fatalf("a counts %d, want %d", got, want)
+	}
+}
+
+func TestMergedCountsExpireWithTheirSlices(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	a.allow(t, 0, "k")
+	a.allow(t, 1500, "k")
+	b.c.Merge(at(1600), a.c.AppendChanges(nil, at(1600)))
+	if got := b.count(t, 1600, "k"); got != 2 {
+		t.Fatalf("b counts %d, want 2", got)
+	}
+	if got := b.count(t, 10_000, "k"); got != 1 {
+		t.Fatalf("at 10 s the slice from 0 must have left b's window: counts %d, want 1", got)
+	}
+	if got := b.count(t, 11_500, "k"); got != 0 {
+		t.Fatalf("at 11.5 s b counts %d, want 0", got)
+	}
+	// A late entry for a slice already out of the window is ignored.
+	if ms := b.c.Merge(at(20_000), []Entry{{Limit: a.lim.ID(), Key: "k", Origin: "a", Start: at(0).UnixMilli(), Count: 5}}); ms.Expired != 1 {
+		t.Fatalf("merge of an expired slice: %+v", ms)
+	}
+}
+
+func TestRestartLearnsBackOwnCounts(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	for i := int64(0); i < 40; i++ {
+		a.allow(t, i*10, "k")
+	}
+	b.c.Merge(at(500), a.c.AppendChanges(nil, at(500)))
+
+	// a restarts empty with the same name and asks b for what a counted.
+	a2 := newNode(t, "a", 2, false)
+	back := b.c.AppendState(nil, at(600), "a", 0)
+	if ms := a2.c.Merge(at(600), back); ms.Merged == 0 {
+		t.Fatalf("nothing restored: %+v", ms)
+	}
+	if got := a2.count(t, 600, "k"); got != 40 {
+		t.Fatalf("restarted a counts %d, want the 40 it had", got)
+	}
+	// New local requests open a new slice; re-sending the restored ones
+	// again changes nothing.
+	a2.allow(t, 601, "k")
+	a2.c.Merge(at(602), back)
+	if got := a2.count(t, 602, "k"); got != 41 {
+		t.Fatalf("after one more request and a duplicate restore: %d, want 41", got)
+	}
+	changes := a2.c.AppendChanges(nil, at(603))
+	if len(changes) != 1 || changes[0].Count != 1 || changes[0].Origin != "a" {
+		t.Fatalf("changes after restart: %+v, want one new slice of 1", changes)
+	}
+}
+
+func TestAppendStateMinShare(t *testing.T) {
+	a := newNode(t, "a", 2, false)
+	for i := int64(0); i < 60; i++ {
+		a.allow(t, i, "hot")
+	}
+	a.allow(t, 0, "cold")
+	all := a.c.AppendState(nil, at(100), "a", 0)
+	hot := a.c.AppendState(nil, at(100), "a", 0.5)
+	keys := func(es []Entry) map[string]bool {
+		m := map[string]bool{}
+		for _, e := range es {
+			m[e.Key] = true
+		}
+		return m
+	}
+	if k := keys(all); !k["hot"] || !k["cold"] {
+		t.Fatalf("full state keys %v", k)
+	}
+	if k := keys(hot); !k["hot"] || k["cold"] {
+		t.Fatalf("state of keys at >= 50%%: %v, want only hot", k)
+	}
+}
+
+// TestBudgetLimitsTheBlindInterval shows the per-node budget: with 4 nodes
+// and a limit of 100, a node admits at most 25 of a fresh key before the
+// next sync, then again a share of what remains.
+func TestBudgetLimitsTheBlindInterval(t *testing.T) {
+	a := newNode(t, "a", 4, true)
+	n := 0
+	for i := int64(0); i < 50; i++ {
+		if a.allow(t, i, "k") {
+			n++
+		}
+	}
+	if n != 25 {
+		t.Fatalf("admitted %d before a sync, want 100/4 = 25", n)
+	}
+	a.c.AppendChanges(nil, at(200))
+	n = 0
+	for i := int64(0); i < 50; i++ {
+		if a.allow(t, 200+i, "k") {
+			n++
+		}
+	}
+	if n != 18 { // (100-25)/4
+		t.Fatalf("admitted %d in the second interval, want 18", n)
+	}
+	var res [1]Result
+	d, _ := a.c.Allow(at(300), "k", 1, []Limit{a.lim}, res[:])
+	if d.Allowed || d.RetryAfter != 200*time.Millisecond {
+		t.Fatalf("budget denial: %+v, want a retry after one sync interval", d)
+	}
+	// Without the budget, the same node admits the whole limit.
+	b := newNode(t, "b", 4, false)
+	n = 0
+	for i := int64(0); i < 150; i++ {
+		if b.allow(t, i, "k") {
+			n++
+		}
+	}
+	if n != 100 {
+		t.Fatalf("without a budget admitted %d, want 100", n)
+	}
+}
+
+func TestClusterTailShare(t *testing.T) {
+	// 600 per 60 s over 4 nodes: each node's slices may hide 600*0.1*0.5/4 = 7.
+	c := newCounter(t, DefaultConfig())
+	cc := DefaultClusterConfig("a")
+	cc.Nodes, cc.Budget = 4, false
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.maxTail(600, c.cluster.Load()); got != 7 {
+		t.Fatalf("per-node tail %d, want 7", got)
+	}
+	if err := c.SetCluster(DefaultClusterConfig("other")); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("renaming the node: %v", err)
+	}
+	if err := c.SetNodes(0); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("SetNodes(0): %v", err)
+	}
+}
