@@ -41,7 +41,7 @@ type shard struct {
 	tables    []table        // indexed by Limit.slot
 	keys      int            // entries over all tables
 	lastSweep int64          // unix ms of the last capacity-driven sweep
-	dirty     []dirtyRef // keys with local changes not yet collected (cluster mode)
+	dirty     []dirtyRef     // keys with local changes not yet collected (cluster mode)
 	_         [128 - 72]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
