@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+const rules100 = `rules:
+  - name: default
+    limit: 100
+    window: 60s
+`
+
+// remaining reads how much of key's limit a node sees left without counting
+// anything: a check for the whole limit is denied (and counts nothing)
+// unless the window is empty.
+func remaining(t *testing.T, p *proc, key string, limit int) int64 {
+	t.Helper()
+	code, body, err := request("GET", "http://"+p.http+"/check?key="+key+"&hits="+strconv.Itoa(limit))
+	if err != nil {
+		t.Fatalf("probe on %s: %v", p.name, err)
+	}
+	var r checkResult
+	if code == 200 {
+		t.Fatalf("probe on %s was allowed (and counted): the window was empty", p.name)
+	}
+	if err := json.Unmarshal(body, &r); err != nil || code != 429 {
+		t.Fatalf("probe on %s: %d %s", p.name, code, body)
+	}
+	return r.Remaining
+}
+
+// TestClusterEndToEnd runs n real limiterd processes (3, or
+// LIMITERD_E2E_NODES): they converge over HTTP, survive SIGKILL of some of
+// them without a single 5xx, and a restarted node gets its counts back.
+func TestClusterEndToEnd(t *testing.T) {
+	n := envInt("LIMITERD_E2E_NODES", 3)
+	c := startCluster(t, n, rules100)
+
+	for _, p := range c.procs {
+		eventually(t, p.name+" sees all members alive", 20*time.Second, func() bool {
+			m, err := members(p)
+			return err == nil && countState(m, "alive") == n
+		})
+	}
+
+	// 30 checks spread over the nodes; every node converges to 70 left.
+	for i := range 30 {
+		if code, r := check(t, c.procs[i%n], "conv"); code != 200 || !r.Allowed {
+			t.Fatalf("check %d: %d %+v", i, code, r)
+		}
+	}
+	for _, p := range c.procs {
+		eventually(t, p.name+" converges", 10*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
+	}
+
+	// SIGKILL some nodes (1 of 3, 3 of 8); the others answer every check.
+	kill := max(1, n*3/8)
+	dead := c.procs[n-kill:]
+	live := c.procs[:n-kill]
+	for _, p := range dead {
+		c.kill(p)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline) && i < 3000; i++ {
+		p := live[i%len(live)]
+		code, _, err := request("GET", "http://"+p.http+"/check?key=during-"+strconv.Itoa(i%50))
+		if err != nil || (code != 200 && code != 429) {
+			t.Fatalf("check %d on %s after the kill: %d %v", i, p.name, code, err)
+		}
+	}
+	for _, p := range live {
+		eventually(t, p.name+" reports the killed nodes", 30*time.Second, func() bool {
+			m, err := members(p)
+			return err == nil && countState(m, "alive") == n-kill
+		})
+	}
+	if m := metric(t, live[0], `limiterd_cluster_members{state="alive"}`); m != fmt.Sprintf(`limiterd_cluster_members{state="alive"} %d`, n-kill) {
+		t.Fatalf("members metric after the kill: %q", m)
+	}
+	// Counts merged from the dead nodes keep counting.
+	if got := remaining(t, live[0], "conv", 100); got != 70 {
+		t.Fatalf("after the kill %s sees %d left, want 70", live[0].name, got)
+	}
+
+	// Restart the killed nodes under the same names: they learn back what
+	// they had counted (and what the others counted).
+	for _, p := range dead {
+		c.start(p)
+	}
+	for _, p := range dead {
+		eventually(t, p.name+" gets its counts back", 20*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
+	}
+}
+
+// TestAccuracyOverHTTP drives 8 real nodes (LIMITERD_E2E_NODES) over HTTP
+// with a client at 9x its limit and one at 0.9x, for two windows each,
+// requests spread at random over the nodes. Set LIMITERD_E2E_LONG=1.
+func TestAccuracyOverHTTP(t *testing.T) {
+	if os.Getenv("LIMITERD_E2E_LONG") == "" {
+		t.Log("set LIMITERD_E2E_LONG=1 to run the accuracy runs (about a minute)")
+		return
+	}
+	n := envInt("LIMITERD_E2E_NODES", 8)
+	limit := envInt("LIMITERD_E2E_LIMIT", 60)
+	window := 10 * time.Second
+	rules := fmt.Sprintf("rules:\n  - name: default\n    limit: %d\n    window: %s\n", limit, window)
+	c := startCluster(t, n, rules)
+	for _, p := range c.procs {
+		eventually(t, p.name+" sees all members", 20*time.Second, func() bool {
+			m, err := members(p)
+			return err == nil && countState(m, "alive") == n
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		factor float64
+	}{{"9x", 9}, {"0.9x", 0.9}} {
+		rate := tc.factor * float64(limit) / window.Seconds()
+		log := drive(t, c, "acc-"+tc.name, rate, 2*window)
+		best, rejected, errs := analyse(log, window)
+		t.Logf("client at %s (%.1f/s) over %d nodes for %v: %d requests, %d accepted, %d rejected, %d errors; max %d in any %v = %.3f x limit",
+			tc.name, rate, n, 2*window, len(log), len(log)-rejected-errs, rejected, errs, best, window, float64(best)/float64(limit))
+		if errs > 0 {
+			t.Errorf("%s: %d requests failed or got 5xx", tc.name, errs)
+		}
+		if float64(best) > 1.1*float64(limit) {
+			t.Errorf("%s: %d accepted in one window-long interval > 1.1 x %d", tc.name, best, limit)
+		}
+		if tc.factor < 1 && rejected > 0 {
+			t.Errorf("%s: a client under its limit was rejected %d times", tc.name, rejected)
+		}
+	}
+}
+
+type sent struct {
+	at   time.Time
+	code int
+}
+
+// drive sends requests for key at rate per second for d, open loop (each at
+// its scheduled instant, whatever the answers), to random nodes.
+func drive(t *testing.T, c *testCluster, key string, rate float64, d time.Duration) []sent {
+	t.Helper()
+	total := int(rate * d.Seconds())
+	log := make([]sent, total)
+	start := time.Now().Add(100 * time.Millisecond)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := range jobs {
+				at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				time.Sleep(time.Until(at))
+				p := c.procs[rand.IntN(len(c.procs))]
+				now := time.Now()
+				code, _, err := request("GET", "http://"+p.http+"/check?key="+key)
+				if err != nil {
+					code = -1
+				}
+				log[i] = sent{at: now, code: code}
+			}
+		})
+	}
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return log
+}
+
+// analyse returns the most requests accepted in any window-long interval
+// (by send instant), the rejections and the failures.
+func analyse(log []sent, window time.Duration) (best, rejected, errs int) {
+	var ok []time.Time
+	for _, s := range log {
+		switch s.code {
+		case 200:
+			ok = append(ok, s.at)
+		case 429:
+			rejected++
+		default:
+			errs++
+		}
+	}
+	slices.SortFunc(ok, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range ok {
+		for ok[i].Sub(ok[j]) >= window {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best, rejected, errs
+}

@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary builds limiterd once per test binary run.
+var buildOnce = struct {
+	sync.Once
+	path string
+	err  error
+}{}
+
+func limiterdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "limiterd-e2e-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "limiterd")
+		out, err := exec.Command("go", "build", "-o", buildOnce.path, "../cmd/limiterd").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.path
+}
+
+// freePort returns a port that was free on 127.0.0.1 for both TCP and UDP.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// proc is one limiterd process of a test cluster.
+type proc struct {
+	name     string
+	http     string // base URL
+	gossip   string // HOST:PORT
+	args     []string
+	cmd      *exec.Cmd
+	stderr   *lockedBuffer
+	exited   chan struct{}
+	exitCode int
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// testCluster is n limiterd processes, node 0 the seed the others join.
+type testCluster struct {
+	t     *testing.T
+	bin   string
+	rules string
+	procs []*proc
+}
+
+func startCluster(t *testing.T, n int, rules string, extra ...string) *testCluster {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, bin: limiterdBinary(t), rules: path}
+	for i := range n {
+		p := &proc{name: fmt.Sprintf("node-%d", i)}
+		p.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-rules", path, "-log-level", "warn"}
+		if i > 0 {
+			p.args = append(p.args, "-join", c.procs[0].gossip)
+		}
+		p.args = append(p.args, extra...)
+		c.procs = append(c.procs, p)
+		c.start(p)
+	}
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+// start starts p and waits until it is ready (joined, when it has -join).
+func (c *testCluster) start(p *proc) {
+	c.t.Helper()
+	c.startProcess(p)
+	c.waitFor(p, "/readyz")
+}
+
+// startUnready starts p and waits only until it answers /healthz: a node
+// that cannot join never becomes ready.
+func (c *testCluster) startUnready(p *proc) {
+	c.t.Helper()
+	c.startProcess(p)
+	c.waitFor(p, "/healthz")
+}
+
+func (c *testCluster) startProcess(p *proc) {
+	c.t.Helper()
+	p.stderr = &lockedBuffer{}
+	p.cmd = exec.Command(c.bin, p.args...)
+	p.cmd.Stderr = p.stderr
+	p.exited = make(chan struct{})
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() {
+		p.cmd.Wait()
+		p.exitCode = p.cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+}
+
+func (c *testCluster) waitFor(p *proc, path string) {
+	c.t.Helper()
+	eventually(c.t, p.name+" "+path, 20*time.Second, func() bool {
+		select {
+		case <-p.exited:
+			c.t.Fatalf("%s exited (%d):\n%s", p.name, p.exitCode, p.stderr.String())
+		default:
+		}
+		code, _, err := request("GET", "http://"+p.http+path)
+		return err == nil && code == 200
+	})
+}
+
+func (c *testCluster) kill(p *proc) {
+	c.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatal(err)
+	}
+	<-p.exited
+}
+
+func (c *testCluster) stopAll() {
+	for _, p := range c.procs {
+		if p.cmd == nil || p.cmd.Process == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if c.t.Failed() {
+			c.t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
+		}
+	}
+}
+
+var client = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256},
+}
+
+func request(method, url string) (int, []byte, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// checkResult is the JSON body of /check.
+type checkResult struct {
+	Allowed   bool   `json:"allowed"`
+	Limit     int64  `json:"limit"`
+	Remaining int64  `json:"remaining"`
+	Rule      string `json:"rule"`
+}
+
+func check(t *testing.T, p *proc, key string) (int, checkResult) {
+	t.Helper()
+	code, body, err := request("GET", "http://"+p.http+"/check?key="+key)
+	if err != nil {
+		t.Fatalf("check on %s: %v", p.name, err)
+	}
+	var r checkResult
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("check on %s: %d %s: %v", p.name, code, body, err)
+	}
+	return code, r
+}
+
+// clusterView is the JSON of /cluster.
+type clusterView struct {
+	Self    string `json:"self"`
+	Members []struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+	} `json:"members"`
+}
+
+func members(p *proc) (map[string]string, error) {
+	code, body, err := request("GET", "http://"+p.http+"/cluster")
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("/cluster: %d %s", code, body)
+	}
+	var v clusterView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, mb := range v.Members {
+		m[mb.Name] = mb.State
+	}
+	return m, nil
+}
+
+func countState(m map[string]string, state string) int {
+	n := 0
+	for _, s := range m {
+		if s == state {
+			n++
+		}
+	}
+	return n
+}
+
+// eventually polls cond until it holds or the deadline passes (a bound on
+// waiting for an event, not a timing assertion).
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+	}
+}
+
+func metric(t *testing.T, p *proc, name string) string {
+	t.Helper()
+	_, body, err := request("GET", "http://"+p.http+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, name) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
