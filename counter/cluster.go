@@ -19,15 +19,22 @@ type ClusterConfig struct {
 	// SyncInterval is how often nodes exchange their changes: the blind
 	// interval of the budget, and the RetryAfter of a budget denial.
 	SyncInterval time.Duration
-	// Budget enables the per-node budget for the blind interval: between two
-	// AppendChanges a node admits at most max(floor, remaining/Nodes) of a
-	// key, where remaining is the room the window had at the last sync.
+	// Budget enables the per-node budget for the blind interval: a node
+	// admits at most floor + remaining/Nodes of a key that its peers may not
+	// know of yet, where remaining is the room the window had before those
+	// admissions. "Not known yet" is what it admitted since the last
+	// AppendChanges, plus, during DeliveryGrace after it, what it admitted
+	// in the interval before (sent, but maybe not merged yet).
 	Budget bool
 	// BudgetFloor scales the budget's floor: floor = ceil(BudgetFloor x limit
-	// x SyncInterval / window). 1 is exactly what a client at its limit rate
-	// sends in one interval, so such a client never meets the budget even
-	// when all its requests reach one node.
+	// x SyncInterval x (1 + DeliveryGrace) / window). 1 is the most a client at
+	// its limit rate sends in that span, so such a client never meets the
+	// budget even when all its requests reach one node.
 	BudgetFloor float64
+	// DeliveryGrace is how long after a tick a node assumes its message may
+	// still be on its way, as a share of SyncInterval (default 0.25: 50 ms
+	// of 200 ms; far above a LAN's delivery time).
+	DeliveryGrace float64
 	// TailShare is the part of Tolerance that slices may hide (the rest is
 	// left to the blind interval). Each node's slices get TailShare x
 	// Tolerance x limit / Nodes.
@@ -36,7 +43,7 @@ type ClusterConfig struct {
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with.
 func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, Budget: true, BudgetFloor: 1, TailShare: 0.5}
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
@@ -48,6 +55,8 @@ func (cc ClusterConfig) Validate() error {
 		return fmt.Errorf("%w: cluster Nodes must be between 1 and 65535, got %d", ErrInvalidConfig, cc.Nodes)
 	case cc.SyncInterval <= 0:
 		return fmt.Errorf("%w: cluster SyncInterval must be positive, got %v", ErrInvalidConfig, cc.SyncInterval)
+	case !(cc.DeliveryGrace >= 0 && cc.DeliveryGrace <= 1):
+		return fmt.Errorf("%w: cluster DeliveryGrace must be between 0 and 1 (a share of SyncInterval), got %v", ErrInvalidConfig, cc.DeliveryGrace)
 	case !(cc.BudgetFloor >= 0) || cc.BudgetFloor > 1e6:
 		return fmt.Errorf("%w: cluster BudgetFloor must be between 0 and 1e6, got %v", ErrInvalidConfig, cc.BudgetFloor)
 	case !(cc.TailShare >= 0 && cc.TailShare <= 1):
@@ -60,6 +69,7 @@ func (cc ClusterConfig) Validate() error {
 type clusterState struct {
 	ClusterConfig
 	syncInterval time.Duration
+	graceMs      int64
 	tailPPM      int64 // TailShare x Tolerance / Nodes, in parts per million
 }
 
@@ -80,6 +90,7 @@ func (c *Counter) SetCluster(cc ClusterConfig) error {
 	c.cluster.Store(&clusterState{
 		ClusterConfig: cc,
 		syncInterval:  cc.SyncInterval,
+		graceMs:       int64(cc.DeliveryGrace * float64(cc.SyncInterval.Milliseconds())),
 		tailPPM:       int64(cc.TailShare*float64(c.tolPPM)) / int64(cc.Nodes),
 	})
 	return nil
@@ -104,16 +115,16 @@ func (cs *clusterState) maxTail(max, tolPPM int64) int64 {
 	return max * cs.tailPPM / 1e6
 }
 
-// withinBudget reports whether hits more local requests fit the blind
-// interval's budget of a key that counts count (pending of them local and
-// not yet sent).
-func (cs *clusterState) withinBudget(l Limit, count, pending, hits int64) bool {
+// withinBudget reports whether hits more local requests fit the budget of
+// a key that counts count, unacked of them local and maybe unknown to peers.
+func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
 	if !cs.Budget || cs.Nodes == 1 {
 		return true
 	}
-	floor := int64(math.Ceil(cs.BudgetFloor * float64(l.max) * float64(cs.syncInterval.Milliseconds()) / float64(l.windowMs)))
-	share := (l.max - (count - pending)) / int64(cs.Nodes)
-	// The first request of an interval always fits (when the window has room):
-	// a budget must not starve a node whose share rounds down to nothing.
-	return pending == 0 || pending+hits <= max(floor, share)
+	span := float64(cs.syncInterval.Milliseconds() + cs.graceMs)
+	floor := int64(math.Ceil(cs.BudgetFloor * float64(l.max) * span / float64(l.windowMs)))
+	share := (l.max - (count - unacked)) / int64(cs.Nodes)
+	// With nothing unacknowledged a request always fits (the window has
+	// room): the budget must not starve a node whose share rounds to nothing.
+	return unacked == 0 || unacked+hits <= floor+share
 }

@@ -25,6 +25,8 @@ type Counter struct {
 	names   []string          // by origin number; names[0] is this node's name
 
 	cluster atomic.Pointer[clusterState] // nil: single node
+	tickNo  atomic.Uint32                // AppendChanges calls: numbers the sync intervals
+	tickAt  atomic.Int64                 // unix ms of the last AppendChanges
 }
 
 // limitInfo is what the registry knows of a slot, for merging and syncing.
@@ -177,7 +179,16 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		states[i], found[i] = st, ok
 		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
-		if r.Allowed && cs != nil && !cs.withinBudget(l, count, int64(st.pending), hits) {
+		var unacked int64
+		if cs != nil {
+			st.roll(c.tickNo.Load())
+			unacked = int64(st.pending)
+			if at[i]-c.tickAt.Load() < cs.graceMs {
+				unacked += int64(st.prev) // sent at the last tick, maybe not merged yet
+			}
+			states[i] = st
+		}
+		if r.Allowed && cs != nil && !cs.withinBudget(l, count, unacked, hits) {
 			// Room in the window, but more than this node's share of it
 			// until peers hear of it: wait for the next sync.
 			r.Allowed = false
@@ -217,9 +228,9 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 		st := &states[i]
 		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))
 		if cs != nil {
-			st.pending += uint32(hits)
-			if !st.dirty {
-				st.dirty = true
+			st.pending += uint32(hits) // st was rolled above
+			if !st.is(flagDirty) {
+				st.set(flagDirty, true)
 				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: key})
 			}
 		}

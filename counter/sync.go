@@ -88,7 +88,7 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 			if origin == 0 {
 				// Our own slice from before a restart: closed to new requests,
 				// and not ours to send again.
-				st.closed = true
+				st.set(flagClosed, true)
 				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
 			}
 		} else {
@@ -142,13 +142,15 @@ func (c *Counter) snapshotNames() (ids []string, maxes []int64, names []string) 
 }
 
 // AppendChanges appends to dst the local slices that changed since the
-// previous call (each tick of the sync loop) and returns it. It also ends
-// the budget's blind interval. It returns dst unchanged in single-node mode.
+// previous call (each tick of the sync loop) and returns it. Each call
+// starts a new sync interval for the budget. It returns dst unchanged in single-node mode.
 func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 	if c.cluster.Load() == nil {
 		return dst
 	}
 	nowMs := now.UnixMilli()
+	c.tickAt.Store(nowMs)
+	c.tickNo.Add(1)
 	ids, _, names := c.snapshotNames()
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -156,7 +158,7 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		for _, ref := range s.dirty {
 			t := &s.tables[ref.slot]
 			st, ok := t.m[ref.key]
-			if !ok || !st.dirty {
+			if !ok || !st.is(flagDirty) {
 				continue
 			}
 			newest := uint32(0)
@@ -169,7 +171,8 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 				}
 				newest = sl.off
 			}
-			st.sentOff, st.pending, st.dirty = newest, 0, false
+			st.sentOff = newest
+			st.set(flagDirty, false)
 			t.m[ref.key] = st
 		}
 		clear(s.dirty)

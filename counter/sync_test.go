@@ -150,29 +150,31 @@ func TestAppendStateMinShare(t *testing.T) {
 	}
 }
 
-// TestBudgetLimitsTheBlindInterval shows the per-node budget: with 4 nodes
-// and a limit of 100, a node admits at most 25 of a fresh key before the
-// next sync, then again a share of what remains.
+// TestBudgetLimitsTheBlindInterval shows the per-node budget: with 4 nodes,
+// a limit of 100 per 10 s and a 200 ms sync (floor ceil(100 x 250ms / 10s)
+// = 3), a node admits at most 3 + 100/4 of a fresh key before the next sync;
+// for the 50 ms grace after the sync it counts what it sent as unknown to
+// its peers still; then it gets 3 + (100-28)/4 = 21 more.
 func TestBudgetLimitsTheBlindInterval(t *testing.T) {
 	a := newNode(t, "a", 4, true)
-	n := 0
-	for i := int64(0); i < 50; i++ {
-		if a.allow(t, i, "k") {
-			n++
+	admitted := func(from, n int64) int {
+		c := 0
+		for i := range n {
+			if a.allow(t, from+i, "k") {
+				c++
+			}
 		}
+		return c
 	}
-	if n != 25 {
-		t.Fatalf("admitted %d before a sync, want 100/4 = 25", n)
+	if n := admitted(0, 50); n != 28 {
+		t.Fatalf("admitted %d before a sync, want 3 + 100/4 = 28", n)
 	}
 	a.c.AppendChanges(nil, at(200))
-	n = 0
-	for i := int64(0); i < 50; i++ {
-		if a.allow(t, 200+i, "k") {
-			n++
-		}
+	if n := admitted(200, 50); n != 0 {
+		t.Fatalf("admitted %d in the grace after the sync, want 0", n)
 	}
-	if n != 18 { // (100-25)/4
-		t.Fatalf("admitted %d in the second interval, want 18", n)
+	if n := admitted(250, 50); n != 21 {
+		t.Fatalf("admitted %d after the grace, want 3 + 72/4 = 21", n)
 	}
 	var res [1]Result
 	d, _ := a.c.Allow(at(300), "k", 1, []Limit{a.lim}, res[:])
@@ -181,7 +183,7 @@ func TestBudgetLimitsTheBlindInterval(t *testing.T) {
 	}
 	// Without the budget, the same node admits the whole limit.
 	b := newNode(t, "b", 4, false)
-	n = 0
+	n := 0
 	for i := int64(0); i < 150; i++ {
 		if b.allow(t, i, "k") {
 			n++

@@ -12,14 +12,40 @@ type slice struct {
 
 // state is the window of one (limit, key) pair. Slices are kept in order of
 // start. Only the newest slice of the local origin is open for new requests.
+//
+// The fields are packed (48 bytes with the slice header) because a state
+// is most of what a tracked client costs.
 type state struct {
 	base    int64   // unix ms that slice offsets are relative to
-	head    uint32  // requests at the first instant of the newest local slice
-	pending uint32  // local hits since the last AppendChanges (cluster mode)
 	sentOff uint32  // offset of the newest local slice at the last AppendChanges
-	dirty   bool    // queued in the shard's dirty list
-	closed  bool    // the newest local slice takes no more requests (restored from a peer)
+	pending uint32  // local hits in the current sync interval (cluster mode)
+	prev    uint32  // local hits in the previous sync interval (cluster mode)
+	head    uint16  // requests at the first instant of the newest local slice, saturating
+	meta    uint16  // tickBits: the interval pending belongs to; flagDirty, flagClosed
 	slices  []slice // ordered by start, then origin
+}
+
+const (
+	tickBits   = 14
+	tickMask   = 1<<tickBits - 1
+	flagDirty  = 1 << 14 // queued in the shard's dirty list
+	flagClosed = 1 << 15 // the newest local slice takes no more requests (restored from a peer)
+)
+
+func (s *state) is(flag uint16) bool { return s.meta&flag != 0 }
+
+func (s *state) set(flag uint16, on bool) {
+	if on {
+		s.meta |= flag
+	} else {
+		s.meta &^= flag
+	}
+}
+
+// addHead adds hits to head, saturating. A saturated head makes the tail
+// (n - head) look larger than it is, which only closes the slice sooner.
+func (s *state) addHead(hits uint32) {
+	s.head = uint16(min(uint32(s.head)+hits, math.MaxUint16))
 }
 
 // rebaseAt is the offset past which expire moves the base forward, keeping
@@ -72,6 +98,24 @@ func (s *state) offsetOf(start int64) uint32 {
 	return uint32(start - s.base)
 }
 
+// roll moves pending to prev when a sync interval has begun since the
+// last local request, so pending counts this interval and prev the one
+// before (zero if that was not the last).
+func (s *state) roll(tickNo uint32) {
+	tick := uint16(tickNo & tickMask)
+	cur := s.meta & tickMask
+	if cur == tick {
+		return
+	}
+	if cur == (tick-1)&tickMask {
+		s.prev = s.pending
+	} else {
+		s.prev = 0
+	}
+	s.pending = 0
+	s.meta = s.meta&^tickMask | tick
+}
+
 // count returns the requests counted in the window (call expire first).
 func (s *state) count() int64 {
 	var c int64
@@ -110,21 +154,23 @@ func (s *state) clamp(now int64) int64 {
 // requests after its start instant) stays within maxTail. Otherwise a new
 // slice starts at now.
 func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
-	if i := s.newestLocal(); i >= 0 && !s.closed {
+	if i := s.newestLocal(); i >= 0 && !s.is(flagClosed) {
 		sl := &s.slices[i]
 		st := s.start(i)
 		switch {
 		case now == st && uint64(sl.n)+uint64(hits) <= math.MaxUint32:
 			sl.n += hits
-			s.head += hits
+			s.addHead(hits)
 			return
-		case now-st < sliceMs && int64(sl.n-s.head)+int64(hits) <= maxTail:
+		case now-st < sliceMs && int64(sl.n)-int64(s.head)+int64(hits) <= maxTail:
 			sl.n += hits
 			return
 		}
 	}
 	s.insert(slice{off: s.offsetOf(now), n: hits})
-	s.head, s.closed = hits, false
+	s.head = 0
+	s.addHead(hits)
+	s.set(flagClosed, false)
 }
 
 // insert puts sl in start order. A peer's slice may start after this node's
