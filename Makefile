@@ -5,7 +5,7 @@ HTTP_ADDR ?= 127.0.0.1:8080
 RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 
-.PHONY: help build run test lint vet race fuzz bench seed clean
+.PHONY: help build run run-one test lint vet race fuzz bench seed clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -13,7 +13,10 @@ help: ## list the targets
 build: ## build limiterd and limitsim into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-run: build ## start limiterd on $(HTTP_ADDR) with $(RULES)
+run: build ## start an 8-node cluster on 127.0.0.1 (HTTP 8081-8088) with $(RULES); Ctrl-C stops it
+	BIN=$(BIN) RULES=$(RULES) scripts/run-cluster.sh
+
+run-one: build ## start one limiterd, alone, on $(HTTP_ADDR) with $(RULES)
 	$(BIN)/limiterd -http-addr $(HTTP_ADDR) -rules $(RULES)
 
 test: lint vet race ## everything CI runs: gofmt, go vet, go test -race

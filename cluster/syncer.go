@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,10 @@ type SyncConfig struct {
 	// MaxMessageBytes caps every message the Syncer produces (default
 	// 60,000: under memberlist's stream limits and one allocation each).
 	MaxMessageBytes int
+	// StateMessageBytes caps the messages of StateFor (and so the replies
+	// to a hello), which can be large and which a transport may send over a
+	// stream rather than in datagrams; 0 means MaxMessageBytes.
+	StateMessageBytes int
 	// HotShare selects the keys anti-entropy re-sends: those whose window
 	// holds at least this share of their limit (default 0.5), where a lost
 	// message could change a decision.
@@ -38,6 +43,8 @@ func (c SyncConfig) Validate() error {
 		return fmt.Errorf("%w: Self must name this node", ErrInvalidConfig)
 	case c.MaxMessageBytes < 512 || c.MaxMessageBytes > c.Limits.MaxMessageBytes:
 		return fmt.Errorf("%w: MaxMessageBytes must be between 512 and Limits.MaxMessageBytes (%d), got %d", ErrInvalidConfig, c.Limits.MaxMessageBytes, c.MaxMessageBytes)
+	case c.StateMessageBytes != 0 && (c.StateMessageBytes < 512 || c.StateMessageBytes > c.Limits.MaxMessageBytes):
+		return fmt.Errorf("%w: StateMessageBytes must be 0 or between 512 and Limits.MaxMessageBytes (%d), got %d", ErrInvalidConfig, c.Limits.MaxMessageBytes, c.StateMessageBytes)
 	case !(c.HotShare >= 0 && c.HotShare <= 1):
 		return fmt.Errorf("%w: HotShare must be between 0 and 1, got %v", ErrInvalidConfig, c.HotShare)
 	case c.Limits.MaxEntries < 1 || c.Limits.MaxKeyBytes < 1 || c.Limits.MaxNameBytes < 1:
@@ -96,8 +103,8 @@ func NewSyncer(c *counter.Counter, cfg SyncConfig) (*Syncer, error) {
 
 // Tick collects the local changes since the previous Tick and returns them
 // as delta messages, the same for every peer. Call it every sync interval.
-// Counted in Stats once per message: a transport that sends each to n
-// peers adds the other n-1 itself (CountSent).
+// Nothing is counted as sent here: the transport calls CountSent for
+// every copy it actually sends.
 func (s *Syncer) Tick(now time.Time) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,7 +130,7 @@ func (s *Syncer) StateFor(now time.Time, peer string) ([][]byte, error) {
 	if peer != s.cfg.Self {
 		es = s.c.AppendState(es, now, peer, 0)
 	}
-	return encodeEntries(s.h, kindState, s.cfg.Self, now.UnixMilli(), es, s.cfg.MaxMessageBytes)
+	return encodeEntries(s.h, kindState, s.cfg.Self, now.UnixMilli(), es, cmp.Or(s.cfg.StateMessageBytes, s.cfg.MaxMessageBytes))
 }
 
 // Hello returns the message a node sends each peer when it starts: the

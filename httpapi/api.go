@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,10 @@ type Config struct {
 	// answers 503 with its error text while it returns an error. nil means
 	// always ready.
 	Ready func() error
+	// Cluster, when set, returns the node's view of its cluster, which GET
+	// /cluster serves as JSON (encoding/json); nil means the node runs alone
+	// and /cluster answers 404. limiterd passes (*cluster.Node).Status.
+	Cluster func() any
 	// MaxBodyBytes caps a POST /check body; a larger one is answered 413.
 	// The default, 4096, holds any key of limiter.MaxKeyBytes written as
 	// plain UTF-8. At most 1 MiB.
@@ -170,9 +175,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if a.getOrHead(w, r) {
 			a.serveReady(w)
 		}
+	case "/cluster":
+		if a.getOrHead(w, r) {
+			a.serveCluster(w)
+		}
 	default:
 		a.m.bad(reasonNotFound)
-		writeError(w, http.StatusNotFound, "no such endpoint; try /check, /metrics, /healthz or /readyz")
+		writeError(w, http.StatusNotFound, "no such endpoint; try /check, /metrics, /healthz, /readyz or /cluster")
 	}
 }
 
@@ -198,6 +207,21 @@ func (a *API) serveReady(w http.ResponseWriter) {
 		}
 	}
 	writeJSON(w, http.StatusOK, []byte("{\"status\":\"ok\"}\n"))
+}
+
+func (a *API) serveCluster(w http.ResponseWriter) {
+	if a.cfg.Cluster == nil {
+		a.m.bad(reasonNotFound)
+		writeError(w, http.StatusNotFound, "not running in cluster mode (start limiterd with -bind-addr or -join)")
+		return
+	}
+	b, err := json.Marshal(a.cfg.Cluster())
+	if err != nil {
+		a.log.Error("encoding the cluster status", "err", err)
+		writeError(w, http.StatusInternalServerError, "cannot encode the cluster status")
+		return
+	}
+	writeJSON(w, http.StatusOK, append(b, '\n'))
 }
 
 // methodForMessage cuts a method for an error message: net/http accepts any

@@ -8,6 +8,7 @@
 //	GET  /metrics   Prometheus exposition of the injected registry
 //	GET  /healthz   always 200 {"status":"ok"}
 //	GET  /readyz    200 when Config.Ready returns nil, else 503 with its error
+//	GET  /cluster   the cluster status from Config.Cluster as JSON; 404 when alone
 //
 // /check answers 200 when the request is allowed and 429 Too Many Requests
 // (RFC 6585) when it is denied, with a JSON body

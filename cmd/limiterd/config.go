@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/httpapi"
 )
@@ -28,7 +30,23 @@ type config struct {
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
 	logFormat       string
+
+	// Cluster mode: on when bindAddr or join is set.
+	nodeName            string
+	bindAddr            string
+	advertiseAddr       string
+	join                []string
+	syncInterval        time.Duration
+	antiEntropyInterval time.Duration
+	rejoinInterval      time.Duration
+	clusterLabel        string
+	gossipKey           []byte
+	syncTransport       string
+	budget              bool
 }
+
+// defaultBindAddr is where memberlist listens when only -join is given.
+const defaultBindAddr = "0.0.0.0:7946"
 
 // envName returns the environment variable that mirrors flag name.
 func envName(name string) string {
@@ -51,6 +69,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+
+	cdefs := cluster.DefaultConfig()
+	fs.StringVar(&cfg.nodeName, "node-name", "", "this node's `NAME` in the cluster, unique and stable across restarts (empty: host name and -bind-addr port, e.g. web-3-7946)")
+	fs.StringVar(&cfg.bindAddr, "bind-addr", "", "`HOST:PORT` the cluster (memberlist, UDP and TCP) listens on; cluster mode is on when this or -join is set (with only -join: "+defaultBindAddr+"); neither: a single node")
+	fs.StringVar(&cfg.advertiseAddr, "advertise-addr", "", "`IP:PORT` peers reach this node at, when not -bind-addr (NAT, containers)")
+	join := fs.String("join", "", "`HOST:PORT[,HOST:PORT...]` seeds to join at start, and to join again while they are not members (so the halves of a healed partition merge); /readyz answers 503 until one has answered")
+	fs.DurationVar(&cfg.syncInterval, "sync-interval", cdefs.SyncInterval, "how often each node sends its count changes to every peer")
+	fs.DurationVar(&cfg.antiEntropyInterval, "anti-entropy-interval", cdefs.AntiEntropyInterval, "how often each node re-sends its counts of the keys over half their limit (or a heartbeat): a lost datagram is healed within it")
+	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
+	fs.StringVar(&cfg.clusterLabel, "cluster-label", "", "`LABEL` carried by all cluster traffic; nodes with another label are ignored (at most 255 bytes)")
+	gossipKey := fs.String("gossip-key", "", "`BASE64` of a 16, 24 or 32-byte key that encrypts and authenticates cluster traffic (AES-GCM); nodes without it cannot join or inject counts. Prefer the environment variable: flags show in ps")
+	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
+	fs.BoolVar(&cfg.budget, "budget", counter.DefaultClusterConfig("-").Budget, "between two syncs, admit at most this node's share of what a key has left (bounds a burst spread over all nodes; a client at its limit rate never meets it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `limiterd: a clustered sliding-window rate limiter.
 
@@ -59,6 +90,11 @@ Usage: limiterd [flags]
 Ask it whether a client may proceed with GET /check?key=K[&rule=R][&hits=N]
 (200 allowed, 429 denied). Every flag can also be set by the environment
 variable shown after it; a flag on the command line wins.
+
+Alone by default. With -bind-addr and/or -join it is a cluster node: nodes
+find each other over memberlist, send each other their count changes every
+-sync-interval, and decide on the merged counts; GET /cluster shows the
+members. Several nodes may share a host if each has its own -bind-addr port.
 
 Flags:
 `)
@@ -87,6 +123,31 @@ Flags:
 	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, fmt.Errorf("-log-level: %w", err)
 	}
+	for _, j := range strings.Split(*join, ",") {
+		if j = strings.TrimSpace(j); j != "" {
+			cfg.join = append(cfg.join, j)
+		}
+	}
+	if *gossipKey != "" {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(*gossipKey))
+		if err != nil {
+			return cfg, fmt.Errorf("-gossip-key must be standard base64 (make one with: head -c 32 /dev/urandom | base64): %w", err)
+		}
+		if n := len(key); n != 16 && n != 24 && n != 32 {
+			return cfg, fmt.Errorf("-gossip-key must decode to 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+		}
+		cfg.gossipKey = key
+	}
+	if cfg.clustered() && cfg.bindAddr == "" {
+		cfg.bindAddr = defaultBindAddr
+	}
+	if cfg.clustered() && cfg.nodeName == "" {
+		name, err := cluster.DefaultNodeName(cfg.bindAddr)
+		if err != nil {
+			return cfg, fmt.Errorf("-bind-addr: %w", err)
+		}
+		cfg.nodeName = name
+	}
 	return cfg, cfg.validate()
 }
 
@@ -110,7 +171,44 @@ func (c config) validate() error {
 	if err := c.counterConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("-max-keys/-shards: %w", err))
 	}
+	if c.clustered() {
+		if err := c.clusterConfig("").Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster flags: %w", err))
+		}
+		if err := c.counterCluster().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster flags: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// clustered reports whether limiterd runs as a cluster node.
+func (c config) clustered() bool { return c.bindAddr != "" || len(c.join) > 0 }
+
+// clusterConfig is the cluster node's configuration; httpAddr is
+// published to the peers.
+func (c config) clusterConfig(httpAddr string) cluster.Config {
+	cc := cluster.DefaultConfig()
+	cc.NodeName = c.nodeName
+	cc.BindAddr = c.bindAddr
+	cc.AdvertiseAddr = c.advertiseAddr
+	cc.Join = c.join
+	cc.HTTPAddr = httpAddr
+	cc.SyncInterval = c.syncInterval
+	cc.AntiEntropyInterval = c.antiEntropyInterval
+	cc.RejoinInterval = c.rejoinInterval
+	cc.Label = c.clusterLabel
+	cc.GossipKey = c.gossipKey
+	cc.SyncTransport = c.syncTransport
+	return cc
+}
+
+// counterCluster is the counter's cluster mode for this node.
+func (c config) counterCluster() counter.ClusterConfig {
+	cc := counter.DefaultClusterConfig(c.nodeName)
+	cc.SyncInterval = c.syncInterval
+	cc.Budget = c.budget
+	return cc
 }
 
 func (c config) counterConfig() counter.Config {

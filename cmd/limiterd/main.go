@@ -1,6 +1,8 @@
 // Command limiterd is the limiterd daemon: it loads a rule file, counts
 // requests per key in sliding windows, and answers GET/POST /check over HTTP
-// with 200 (allowed) or 429 (denied). Run limiterd -h for its flags.
+// with 200 (allowed) or 429 (denied). Alone by default; with -bind-addr or
+// -join it is a node of a memberlist cluster that shares its counts with
+// its peers (package cluster). Run limiterd -h for its flags.
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/httpapi"
 	"github.com/limiterd/limiterd/limiter"
@@ -64,6 +68,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err != nil {
 		return err
 	}
+	if cfg.clustered() {
+		// Before any limit is registered or counted: a cluster node tracks
+		// its changes for the peers from the first request on.
+		if err := ctr.SetCluster(cfg.counterCluster()); err != nil {
+			return err
+		}
+	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "limiterd_tracked_keys",
@@ -85,12 +96,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	}
 	rel := newReloader(cfg.rulesPath, lim, sum, reg, log)
 
-	hcfg := httpapi.DefaultConfig()
-	hcfg.KeyHeader = cfg.keyHeader
-	api, err := httpapi.New(hcfg, lim, reg, log)
-	if err != nil {
-		return err
-	}
 	// Take SIGHUP before anyone can learn our address and send it: its
 	// default action would end the process.
 	hup := make(chan os.Signal, 1)
@@ -101,6 +106,26 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err != nil {
 		return fmt.Errorf("listen on -http-addr: %w", err)
 	}
+	defer ln.Close() // in case of an early return; Serve closes it otherwise
+
+	hcfg := httpapi.DefaultConfig()
+	hcfg.KeyHeader = cfg.keyHeader
+	var node *cluster.Node
+	if cfg.clustered() {
+		node, err = cluster.New(cfg.clusterConfig(publishedHTTPAddr(ln.Addr(), cfg.advertiseAddr)), ctr, reg, log)
+		if err != nil {
+			return err
+		}
+		hcfg.Ready = node.Ready
+		hcfg.Cluster = func() any { return node.Status() }
+	}
+	api, err := httpapi.New(hcfg, lim, reg, log)
+	if err != nil {
+		if node != nil {
+			_ = node.Close()
+		}
+		return err
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -110,16 +135,25 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules))
+	if node != nil {
+		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules),
+			"node", node.Name(), "cluster", node.Addr(), "join", cfg.join, "sync_transport", cfg.syncTransport)
+	} else {
+		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules))
+	}
 	if started != nil {
 		started(ln.Addr().String())
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The node stops after the HTTP server, so that the changes counted by
+	// the last requests still reach the peers before it leaves.
+	nodeCtx, nodeCancel := context.WithCancel(context.Background())
+	defer nodeCancel()
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	wg.Go(func() {
 		if err := rel.watch(ctx, hup); err != nil {
 			// Without a watcher SIGHUP still cannot reach us; treat it as fatal
@@ -133,6 +167,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 			errc <- fmt.Errorf("http server: %w", err)
 		}
 	})
+	if node != nil {
+		wg.Go(func() {
+			if err := node.Run(nodeCtx); err != nil {
+				errc <- err
+			}
+		})
+	}
 
 	var runErr error
 	select {
@@ -146,8 +187,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err := srv.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
 	}
+	nodeCancel() // sends the last changes, leaves the cluster
 	wg.Wait()
 	return runErr
+}
+
+// publishedHTTPAddr is the HTTP address shown to the peers: the listener's,
+// with an unspecified host (0.0.0.0, ::) replaced by -advertise-addr's.
+func publishedHTTPAddr(ln net.Addr, advertise string) string {
+	a, ok := ln.(*net.TCPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return ln.String()
+	}
+	if host, _, err := net.SplitHostPort(advertise); err == nil && host != "" {
+		return net.JoinHostPort(host, strconv.Itoa(a.Port))
+	}
+	return ln.String()
 }
 
 // sweep drops empty windows every interval until ctx ends.

@@ -92,8 +92,9 @@ const rulesV2 = `rules:
 `
 
 // daemon runs limiterd in-process on an ephemeral port with the given rules
-// file and returns its base URL and a stop function that waits for exit.
-func daemon(t *testing.T, rules string) (string, func() int) {
+// file (and extra flags) and returns its base URL and a stop function that
+// waits for exit.
+func daemon(t *testing.T, rules string, extra ...string) (string, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
@@ -101,7 +102,7 @@ func daemon(t *testing.T, rules string) (string, func() int) {
 	var wg sync.WaitGroup
 	var stderr bytes.Buffer
 	wg.Go(func() {
-		code = run(ctx, []string{"-http-addr", "127.0.0.1:0", "-rules", rules, "-log-level", "debug"},
+		code = run(ctx, append([]string{"-http-addr", "127.0.0.1:0", "-rules", rules, "-log-level", "debug"}, extra...),
 			func(string) string { return "" }, &lockedWriter{w: &stderr}, func(a string) { addrc <- a })
 		close(addrc)
 	})

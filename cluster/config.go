@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Sync transports (Config.SyncTransport).
+const (
+	// TransportUDP sends deltas and anti-entropy in datagrams
+	// (memberlist's SendBestEffort), each under udpBudget bytes on the
+	// wire. The default: see doc.go for the measurement behind it.
+	TransportUDP = "udp"
+	// TransportTCP sends them over a stream (memberlist's SendReliable,
+	// one connection per message) in messages of up to 60,000 bytes.
+	TransportTCP = "tcp"
+)
+
+// udpBudget is the most bytes one sync datagram may take on the wire:
+// memberlist's own packet budget (UDPBufferSize), which stays under a
+// 1,500-byte Ethernet MTU with the IP and UDP headers.
+const udpBudget = 1400
+
+// streamMessageBytes caps the messages sent over a stream: catch-up state
+// always, and everything with TransportTCP.
+const streamMessageBytes = 60_000
+
+// Config configures a Node. Build it from DefaultConfig.
+type Config struct {
+	// NodeName names this node in the cluster; unique among the nodes, and
+	// stable across restarts (a restarted node learns back from its peers
+	// the counts it had sent under this name). It must equal the counter's
+	// cluster Self. Default: DefaultNodeName(BindAddr).
+	NodeName string
+	// BindAddr is the HOST:PORT memberlist listens on, UDP and TCP on the
+	// same port. Port 0 picks a free port (tests). Default "0.0.0.0:7946".
+	BindAddr string
+	// AdvertiseAddr is the HOST:PORT peers reach this node at, when it is
+	// not BindAddr (NAT, containers). HOST must be an IP address. Empty:
+	// the bound address (with 0.0.0.0, a private address of this host).
+	AdvertiseAddr string
+	// Join lists HOST:PORT seeds to join at start; empty starts a cluster
+	// of one that others join. Seeds that are not alive members are joined
+	// again every RejoinInterval, so the halves of a healed partition
+	// merge again (memberlist alone would leave them apart).
+	Join []string
+	// HTTPAddr, if set, is published to the peers in the node's metadata
+	// and shown in their /cluster.
+	HTTPAddr string
+	// SyncInterval is how often local changes are sent to every peer
+	// (HS5: 200ms). It must match the counter's cluster SyncInterval.
+	SyncInterval time.Duration
+	// AntiEntropyInterval is how often this node re-sends, to every peer,
+	// its slices of the keys whose window is at least half full (where a
+	// lost datagram could change a decision): a lost delta is healed within
+	// this interval. Default 1s.
+	AntiEntropyInterval time.Duration
+	// RejoinInterval is how often seeds that are not alive members are
+	// joined again. Default 10s.
+	RejoinInterval time.Duration
+	// LeaveTimeout bounds the wait for the leave broadcast at shutdown.
+	// Default 2s.
+	LeaveTimeout time.Duration
+	// Label is memberlist's cluster label: every packet and stream carries
+	// it and a node drops what carries another, so two clusters on one
+	// network cannot merge by mistake. Empty: no label. At most 255 bytes.
+	Label string
+	// GossipKey, if set, encrypts and authenticates all cluster traffic
+	// (AES-GCM through memberlist's keyring): 16, 24 or 32 bytes for
+	// AES-128, -192 or -256. Nodes without the same key cannot join, read
+	// or inject counts.
+	GossipKey []byte
+	// SyncTransport is TransportUDP (default) or TransportTCP.
+	SyncTransport string
+	// QueueLength is how many batches of messages may wait for one peer
+	// (each tick makes one batch); beyond it a batch is dropped and
+	// counted. Default 64, about 13 s of ticks at 200ms.
+	QueueLength int
+}
+
+// DefaultConfig returns the defaults documented on Config, with NodeName
+// derived from the default BindAddr.
+func DefaultConfig() Config {
+	c := Config{
+		BindAddr:            "0.0.0.0:7946",
+		SyncInterval:        200 * time.Millisecond,
+		AntiEntropyInterval: time.Second,
+		RejoinInterval:      10 * time.Second,
+		LeaveTimeout:        2 * time.Second,
+		SyncTransport:       TransportUDP,
+		QueueLength:         64,
+	}
+	c.NodeName, _ = DefaultNodeName(c.BindAddr)
+	return c
+}
+
+// DefaultNodeName returns the host name and the port of bindAddr, joined by
+// a dash ("web-3-7946"): unique among several nodes on one host, and stable
+// across restarts on the same port.
+func DefaultNodeName(bindAddr string) (string, error) {
+	_, port, err := net.SplitHostPort(bindAddr)
+	if err != nil {
+		return "", fmt.Errorf("%w: bind address %q: %v", ErrInvalidConfig, bindAddr, err)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "limiterd"
+	}
+	return host + "-" + port, nil
+}
+
+// maxLabelBytes is memberlist's LabelMaxSize.
+const maxLabelBytes = 255
+
+// Validate reports every invalid field, each error wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.NodeName == "" || len(c.NodeName) > DefaultDecodeLimits().MaxNameBytes {
+		bad("NodeName must have 1 to %d bytes, got %d", DefaultDecodeLimits().MaxNameBytes, len(c.NodeName))
+	}
+	if host, _, err := splitHostPort(c.BindAddr); err != nil {
+		bad("BindAddr: %v", err)
+	} else if host != "" && net.ParseIP(host) == nil {
+		bad("BindAddr: host %q must be an IP address", host)
+	}
+	if c.AdvertiseAddr != "" {
+		if host, _, err := splitHostPort(c.AdvertiseAddr); err != nil {
+			bad("AdvertiseAddr: %v", err)
+		} else if net.ParseIP(host) == nil {
+			bad("AdvertiseAddr: host %q must be an IP address", host)
+		}
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			bad("Join address %q: %v", j, err)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"SyncInterval": c.SyncInterval, "AntiEntropyInterval": c.AntiEntropyInterval,
+		"RejoinInterval": c.RejoinInterval, "LeaveTimeout": c.LeaveTimeout,
+	} {
+		if d <= 0 {
+			bad("%s must be positive, got %v", name, d)
+		}
+	}
+	if len(c.Label) > maxLabelBytes {
+		bad("Label must have at most %d bytes, got %d", maxLabelBytes, len(c.Label))
+	}
+	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
+		bad("GossipKey must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+	}
+	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
+		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
+	}
+	if c.QueueLength < 1 {
+		bad("QueueLength must be positive, got %d", c.QueueLength)
+	}
+	return errors.Join(errs...)
+}
+
+// splitHostPort splits HOST:PORT with a numeric port.
+func splitHostPort(hp string) (string, int, error) {
+	host, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number between 0 and 65535", p)
+	}
+	return host, port, nil
+}
+
+// datagramMessageBytes is the largest sync message that still fits one
+// datagram of udpBudget bytes with memberlist's framing: the user-message
+// byte, the CRC header, the label header and the AES-GCM overhead.
+func (c Config) datagramMessageBytes() int {
+	n := udpBudget - 1 - 5
+	if c.Label != "" {
+		n -= 2 + len(c.Label)
+	}
+	if len(c.GossipKey) > 0 {
+		n -= 1 + 12 + 16 // version, nonce, tag
+	}
+	return n
+}
+
+// syncMessageBytes caps delta and anti-entropy messages.
+func (c Config) syncMessageBytes() int {
+	if c.SyncTransport == TransportTCP {
+		return streamMessageBytes
+	}
+	return c.datagramMessageBytes()
+}

@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string // substring of the error; "" for valid
+	}{
+		{"port 0", func(c *Config) { c.BindAddr = "127.0.0.1:0" }, ""},
+		{"all interfaces", func(c *Config) { c.BindAddr = ":7946" }, ""},
+		{"ipv6", func(c *Config) { c.BindAddr = "[::1]:7946" }, ""},
+		{"advertise", func(c *Config) { c.AdvertiseAddr = "10.1.2.3:7946" }, ""},
+		{"keys", func(c *Config) { c.GossipKey = make([]byte, 24) }, ""},
+		{"tcp", func(c *Config) { c.SyncTransport = TransportTCP }, ""},
+		{"no name", func(c *Config) { c.NodeName = "" }, "NodeName must have 1 to 512 bytes"},
+		{"long name", func(c *Config) { c.NodeName = strings.Repeat("n", 513) }, "NodeName"},
+		{"bind without port", func(c *Config) { c.BindAddr = "127.0.0.1" }, "BindAddr"},
+		{"bind host name", func(c *Config) { c.BindAddr = "localhost:7946" }, "must be an IP address"},
+		{"bind bad port", func(c *Config) { c.BindAddr = "127.0.0.1:99999" }, "port"},
+		{"advertise host name", func(c *Config) { c.AdvertiseAddr = "example.com:7946" }, "AdvertiseAddr: host"},
+		{"join without port", func(c *Config) { c.Join = []string{"10.0.0.1"} }, "Join address"},
+		{"zero sync", func(c *Config) { c.SyncInterval = 0 }, "SyncInterval must be positive"},
+		{"negative anti-entropy", func(c *Config) { c.AntiEntropyInterval = -time.Second }, "AntiEntropyInterval"},
+		{"zero rejoin", func(c *Config) { c.RejoinInterval = 0 }, "RejoinInterval"},
+		{"zero leave", func(c *Config) { c.LeaveTimeout = 0 }, "LeaveTimeout"},
+		{"long label", func(c *Config) { c.Label = strings.Repeat("l", 256) }, "Label"},
+		{"short key", func(c *Config) { c.GossipKey = make([]byte, 15) }, "GossipKey must have 16, 24 or 32 bytes"},
+		{"quic", func(c *Config) { c.SyncTransport = "quic" }, "SyncTransport"},
+		{"no queue", func(c *Config) { c.QueueLength = 0 }, "QueueLength"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.change(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("valid config rejected: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("err %v, want ErrInvalidConfig mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultNodeName(t *testing.T) {
+	host, _ := os.Hostname()
+	name, err := DefaultNodeName("0.0.0.0:7951")
+	if err != nil || name != host+"-7951" {
+		t.Fatalf("DefaultNodeName: %q, %v; want %q", name, err, host+"-7951")
+	}
+	if _, err := DefaultNodeName("no-port"); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("address without port: err %v", err)
+	}
+}
+
+// Sync messages must fit one datagram of udpBudget bytes with memberlist's
+// framing, whatever the label and encryption add.
+func TestDatagramBudget(t *testing.T) {
+	for _, tc := range []struct {
+		label string
+		key   []byte
+		want  int
+	}{
+		{"", nil, 1394},
+		{"prod", nil, 1388},
+		{"", make([]byte, 32), 1365},
+		{strings.Repeat("l", 255), make([]byte, 16), 1108},
+	} {
+		c := DefaultConfig()
+		c.Label, c.GossipKey = tc.label, tc.key
+		if got := c.datagramMessageBytes(); got != tc.want {
+			t.Errorf("label %d bytes, key %d bytes: %d, want %d", len(tc.label), len(tc.key), got, tc.want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		sc := DefaultSyncConfig("n")
+		sc.MaxMessageBytes = c.syncMessageBytes()
+		if err := sc.Validate(); err != nil {
+			t.Errorf("the datagram size is not a valid Syncer size: %v", err)
+		}
+	}
+}
+
+func TestNextTickIsAligned(t *testing.T) {
+	every := 200 * time.Millisecond
+	for _, now := range []time.Time{
+		time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 29, 12, 0, 0, 199_999_999, time.UTC),
+		time.Date(2026, 11, 29, 12, 0, 0, 200_000_001, time.UTC),
+	} {
+		next := nextTick(now, every)
+		if !next.After(now) || next.Sub(now) > every || next.UnixNano()%int64(every) != 0 {
+			t.Errorf("nextTick(%v) = %v: want the first multiple of %v after it", now, next, every)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// delegate is the node's memberlist.Delegate. memberlist is used for
+// membership and as a datagram and stream carrier only:
+//
+//   - NotifyMsg hands every user message to the Syncer; a hello's reply
+//     (the sender's state) is queued for the sender.
+//   - GetBroadcasts returns nil: deltas do not go through memberlist's
+//     broadcast queue, whose capacity (a few KB/s of user payload at 8
+//     nodes) is far below what HS2 needs; each tick's messages are sent
+//     directly to every peer instead (see doc.go).
+//   - LocalState and MergeRemoteState do nothing: memberlist's push/pull
+//     runs every 30 s over one stream, and our own anti-entropy (hot keys
+//     every AntiEntropyInterval, full state on join and hello) is both
+//     faster and bounded per message.
+//   - NodeMeta carries Config.HTTPAddr, shown by the peers' /cluster, and
+//     a "leaving" mark set just before a graceful leave: memberlist tells
+//     its event delegate that a node is gone but not whether it failed or
+//     left, and the mark tells the two apart.
+type delegate struct{ n *Node }
+
+// NodeMeta implements memberlist.Delegate.
+func (d delegate) NodeMeta(limit int) []byte {
+	b := encodeMeta(d.n.cfg.HTTPAddr, d.n.leaving.Load())
+	if len(b) > limit {
+		return nil
+	}
+	return b
+}
+
+// encodeMeta and decodeMeta are the node metadata format: URL query
+// syntax, so that fields can be added without breaking older peers.
+func encodeMeta(http string, leaving bool) []byte {
+	v := url.Values{}
+	if http != "" {
+		v.Set("http", http)
+	}
+	if leaving {
+		v.Set("leaving", "1")
+	}
+	return []byte(v.Encode())
+}
+
+func decodeMeta(b []byte) (http string, leaving bool) {
+	v, _ := url.ParseQuery(string(b)) // a malformed field only loses itself
+	return v.Get("http"), v.Get("leaving") == "1"
+}
+
+// NotifyMsg implements memberlist.Delegate. It is called on memberlist's
+// goroutines and never waits on the network. b is not retained: decoding
+// copies what the counter keeps.
+func (d delegate) NotifyMsg(b []byte) {
+	n := d.n
+	from, reply, err := n.syncer.Receive(time.Now(), b)
+	if err != nil {
+		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a malformed sync message", "bytes", len(b), "err", err)
+		return
+	}
+	if len(reply) > 0 {
+		// A hello: the sender is a new process. If the reply cannot reach it
+		// (not in our table yet, or known at an old address), its join will
+		// bring a catch-up with the same state: make sure the catch-up's
+		// rate limit does not skip it.
+		n.mu.Lock()
+		delete(n.lastCatchUp, from)
+		n.mu.Unlock()
+		n.sendTo(from, batch{msgs: reply, reliable: true})
+	}
+}
+
+// GetBroadcasts implements memberlist.Delegate: nothing rides on gossip.
+func (delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+
+// LocalState implements memberlist.Delegate: no push/pull payload.
+func (delegate) LocalState(join bool) []byte { return nil }
+
+// MergeRemoteState implements memberlist.Delegate: nothing to merge.
+func (delegate) MergeRemoteState(buf []byte, join bool) {}
+
+// eventDelegate records membership events in the node's member table.
+// memberlist calls it with its node lock held, so it must not call back
+// into memberlist: it records, counts, and nudges the sync loop, which
+// does the rest (senders, catch-up, the counter's node count).
+type eventDelegate struct{ n *Node }
+
+// NotifyJoin implements memberlist.EventDelegate.
+func (e eventDelegate) NotifyJoin(nd *memberlist.Node) { e.n.record(nd, "join") }
+
+// NotifyLeave implements memberlist.EventDelegate.
+func (e eventDelegate) NotifyLeave(nd *memberlist.Node) { e.n.record(nd, "leave") }
+
+// NotifyUpdate implements memberlist.EventDelegate.
+func (e eventDelegate) NotifyUpdate(nd *memberlist.Node) { e.n.record(nd, "update") }
+
+// record updates the member table after a membership event.
+func (n *Node) record(nd *memberlist.Node, event string) {
+	cp := *nd
+	cp.Addr = slices.Clone(nd.Addr)
+	cp.Meta = slices.Clone(nd.Meta)
+	http, leaving := decodeMeta(nd.Meta)
+	// memberlist does not fill Node.State; the event says what happened.
+	state := memberlist.StateAlive
+	if event == "leave" {
+		state = memberlist.StateDead
+		if leaving {
+			state = memberlist.StateLeft
+		}
+	}
+	m := &member{node: cp, addr: nd.Address(), http: http, state: state, since: time.Now()}
+	self := nd.Name == n.cfg.NodeName
+	n.mu.Lock()
+	n.members[nd.Name] = m
+	if event == "join" && !self {
+		n.catchUp[nd.Name] = true
+	}
+	n.mu.Unlock()
+	n.events.WithLabelValues(event).Inc()
+	if !self {
+		level := slog.LevelInfo
+		if event == "update" {
+			level = slog.LevelDebug // metadata only: the HTTP address, or "leaving"
+		}
+		n.log.Log(context.Background(), level, "cluster member "+event, "member", nd.Name, "addr", m.addr, "state", stateName(state))
+	}
+	select {
+	case n.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// stateName is the name /cluster and the metrics use for a state.
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	default:
+		return "left"
+	}
+}

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector reads the node's state at scrape time. The per-peer series
+// exist only for peers that are alive or suspect and have sent something,
+// so they come and go with the membership and their label values are
+// bounded by it.
+type collector struct {
+	n *Node
+
+	members, health, messages, bytes, decodeErrors, dropped, entries, lag, offset *prometheus.Desc
+}
+
+func newCollector(n *Node) *collector {
+	return &collector{
+		n: n,
+		members: prometheus.NewDesc("limiterd_cluster_members",
+			"Members of the cluster by state (alive, suspect, dead, left), this node included. Dead and departed members are forgotten after an hour.",
+			[]string{"state"}, nil),
+		health: prometheus.NewDesc("limiterd_cluster_health_score",
+			"memberlist's health score of this node: 0 is healthy; higher means it is missing probe deadlines (overloaded or cut off).",
+			nil, nil),
+		messages: prometheus.NewDesc("limiterd_sync_messages_total",
+			"Sync messages (deltas, anti-entropy, catch-up, hello) by direction (sent, received); a message sent to k peers counts k times.",
+			[]string{"direction"}, nil),
+		bytes: prometheus.NewDesc("limiterd_sync_bytes_total",
+			"Bytes of sync messages by direction (sent, received), before memberlist's framing and encryption.",
+			[]string{"direction"}, nil),
+		decodeErrors: prometheus.NewDesc("limiterd_sync_decode_errors_total",
+			"Sync messages dropped because they were malformed, oversized or of another version.",
+			nil, nil),
+		dropped: prometheus.NewDesc("limiterd_sync_dropped_messages_total",
+			"Sync messages not sent: the peer's queue was full or the send failed.",
+			nil, nil),
+		entries: prometheus.NewDesc("limiterd_sync_entries_total",
+			"Received slice entries by result: merged (raised a count) or ignored (already known, expired, unknown limit, or no room).",
+			[]string{"result"}, nil),
+		lag: prometheus.NewDesc("limiterd_sync_merge_lag_seconds",
+			"Age of the last sync message from each live peer: a peer whose lag exceeds a few sync intervals is not being heard.",
+			[]string{"peer"}, nil),
+		offset: prometheus.NewDesc("limiterd_cluster_clock_offset_seconds",
+			"Each live peer's clock minus this node's, estimated from its last message (one-way delay included). Skew shifts slice boundaries between nodes; see the counter's documentation.",
+			[]string{"peer"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.dropped, c.entries, c.lag, c.offset} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	now := time.Now()
+	st := n.status(now)
+	byState := map[string]int{"alive": 0, "suspect": 0, "dead": 0, "left": 0}
+	for _, m := range st.Members {
+		byState[m.State]++
+		if m.LastDeltaAgeMs != nil && (m.State == "alive" || m.State == "suspect") {
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(*m.LastDeltaAgeMs)/1e3, m.Name)
+			ch <- prometheus.MustNewConstMetric(c.offset, prometheus.GaugeValue, float64(*m.ClockOffsetMs)/1e3, m.Name)
+		}
+	}
+	for state, k := range byState {
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(k), state)
+	}
+	ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, float64(n.ml.GetHealthScore()))
+	s := &n.syncer.Stats
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	counter(c.messages, s.MessagesSent.Load(), "sent")
+	counter(c.messages, s.MessagesReceived.Load(), "received")
+	counter(c.bytes, s.BytesSent.Load(), "sent")
+	counter(c.bytes, s.BytesReceived.Load(), "received")
+	counter(c.decodeErrors, s.DecodeErrors.Load())
+	counter(c.dropped, n.dropped.Load())
+	counter(c.entries, s.EntriesMerged.Load(), "merged")
+	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseClusterFlags(t *testing.T) {
+	key := "MDEyMzQ1Njc4OWFiY2RlZg==" // "0123456789abcdef"
+	none := func(string) string { return "" }
+
+	cfg, err := parseConfig(nil, none, io.Discard)
+	if err != nil || cfg.clustered() {
+		t.Fatalf("no cluster flags: clustered %v, err %v; want a single node", cfg.clustered(), err)
+	}
+
+	cfg, err = parseConfig([]string{"-join", "10.0.0.1:7946, 10.0.0.2:7946", "-gossip-key", key, "-budget=false", "-sync-transport", "tcp"}, none, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	switch {
+	case !cfg.clustered():
+		t.Error("-join alone must turn cluster mode on")
+	case cfg.bindAddr != defaultBindAddr:
+		t.Errorf("bind address %q, want %q with only -join", cfg.bindAddr, defaultBindAddr)
+	case !slices.Equal(cfg.join, []string{"10.0.0.1:7946", "10.0.0.2:7946"}):
+		t.Errorf("join %q", cfg.join)
+	case string(cfg.gossipKey) != "0123456789abcdef":
+		t.Errorf("gossip key %q", cfg.gossipKey)
+	case cfg.nodeName != host+"-7946":
+		t.Errorf("default node name %q, want host name and port", cfg.nodeName)
+	case cfg.budget || cfg.counterCluster().Budget:
+		t.Error("-budget=false ignored")
+	case cfg.syncInterval != 200*time.Millisecond || cfg.counterCluster().SyncInterval != cfg.syncInterval:
+		t.Errorf("sync interval %v", cfg.syncInterval)
+	case cfg.clusterConfig("h:1").SyncTransport != "tcp" || cfg.clusterConfig("h:1").HTTPAddr != "h:1":
+		t.Errorf("cluster config %+v", cfg.clusterConfig("h:1"))
+	}
+
+	env := map[string]string{"LIMITERD_BIND_ADDR": "127.0.0.1:7950", "LIMITERD_NODE_NAME": "edge-1", "LIMITERD_CLUSTER_LABEL": "prod"}
+	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || cfg.bindAddr != "127.0.0.1:7950" || cfg.nodeName != "edge-1" || cfg.clusterLabel != "prod" {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "not base64!"}, "-gossip-key must be standard base64"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "c2hvcnQ="}, "-gossip-key must decode to 16, 24 or 32 bytes (AES-128, -192, -256), got 5"},
+		{[]string{"-bind-addr", "nohost"}, "bind address"},
+		{[]string{"-bind-addr", "localhost:7946"}, "must be an IP address"},
+		{[]string{"-join", "nohostport"}, "Join address"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-transport", "quic"}, "SyncTransport"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-interval", "0s"}, "SyncInterval must be positive"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-cluster-label", strings.Repeat("x", 256)}, "Label must have at most 255 bytes"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-advertise-addr", "example.com:7946"}, "AdvertiseAddr"},
+	}
+	for _, b := range bad {
+		if _, err := parseConfig(b.args, none, io.Discard); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%q: err %v, want it to mention %q", b.args, err, b.want)
+		}
+	}
+}
+
+func TestHelpListsClusterFlags(t *testing.T) {
+	var out strings.Builder
+	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
+	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "anti-entropy-interval", "rejoin-interval", "budget"} {
+		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
+			t.Errorf("-h output lacks -%s or %s", name, envName(name))
+		}
+	}
+}
+
+// Two in-process daemons form a cluster: /cluster lists both, /readyz is
+// ready once joined, and requests counted on one are counted on the other.
+func TestServeCluster(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("rules:\n  - name: default\n    limit: 5\n    window: 60s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false"}
+	base1, _ := daemon(t, path, append(fast, "-node-name", "a")...)
+	if code, body := get(t, base1+"/readyz"); code != 200 {
+		t.Fatalf("a node without -join must be ready at once: %d %s", code, body)
+	}
+	var st struct {
+		Self    string
+		Nodes   int
+		Members []struct{ Name, Addr, HTTP, State string }
+	}
+	status := func(base string) {
+		t.Helper()
+		code, body := get(t, base+"/cluster")
+		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+			t.Fatalf("/cluster: %d %s %v", code, body, err)
+		}
+	}
+	status(base1)
+	if st.Self != "a" || len(st.Members) != 1 || st.Members[0].HTTP != strings.TrimPrefix(base1, "http://") {
+		t.Fatalf("/cluster of a lone node: %+v", st)
+	}
+	base2, stop2 := daemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr)...)
+	eventually(t, "both nodes to see two alive members", func() bool {
+		status(base1)
+		n1 := st.Nodes
+		status(base2)
+		return n1 == 2 && st.Nodes == 2
+	})
+	if code, body := get(t, base2+"/readyz"); code != 200 {
+		t.Fatalf("joined node not ready: %d %s", code, body)
+	}
+	for range 3 {
+		if code, body := get(t, base1+"/check?key=k"); code != 200 {
+			t.Fatalf("check on a: %d %s", code, body)
+		}
+	}
+	eventually(t, "b to count a's requests", func() bool {
+		_, body := get(t, base2+"/check?key=k") // counts one on b too
+		return strings.Contains(body, `"remaining":0`) || strings.Contains(body, `"allowed":false`)
+	})
+	_, m := get(t, base1+"/metrics")
+	for _, name := range []string{`limiterd_cluster_members{state="alive"} 2`, "limiterd_sync_messages_total", "limiterd_cluster_health_score", `limiterd_sync_merge_lag_seconds{peer="b"}`} {
+		if !strings.Contains(m, name) {
+			t.Errorf("/metrics of a lacks %s", name)
+		}
+	}
+	if code := stop2(); code != 0 {
+		t.Fatalf("b exited %d", code)
+	}
+	eventually(t, "a to see b left", func() bool {
+		status(base1)
+		return st.Nodes == 1 && slices.ContainsFunc(st.Members, func(m struct{ Name, Addr, HTTP, State string }) bool {
+			return m.Name == "b" && m.State == "left"
+		})
+	})
+}
