@@ -58,11 +58,38 @@
 // oldest slices whose departure makes room have left the window, so the same
 // request, repeated after RetryAfter with nothing else arriving, is allowed.
 //
+// # In a cluster
+//
+// SetCluster makes the Counter one node of several. Each slice then carries
+// its origin node, and slices are named (origin, start): a node counts its
+// own requests in its own slices and learns its peers' through Merge, which
+// keeps the largest count seen for a name. Counts are absolute, so a lost,
+// duplicated, reordered or re-sent message never adds twice, and a node
+// that restarts and merges its own slices back from a peer gets exactly
+// what it had (those slices are closed: new requests open a new slice).
+// The NFR2 argument above holds per origin, hence for the sum: every slice
+// counted started inside the window, on its origin's clock.
+//
+// NFR1 changes in two ways. Every origin has its one straddling slice, so
+// the tolerance for hidden tails is shared: each node's slices hide at most
+// T/N, with T = TailShare x Tolerance x L (ClusterConfig). And between two
+// syncs a node does not know what the others admitted: the per-node budget
+// (ClusterConfig.Budget) lets a node admit at most floor + remaining/N of a
+// key that its peers may not know of yet. docs/blind-interval.md derives the
+// resulting bound (L - 1 + N x T/N + N x floor) and measures it, with
+// limitsim, against client rates from 10/s to 10,000/s.
+//
+// Slice starts are read on the origin's clock. If node clocks differ by d,
+// a receiver counts a peer's slice for W - d or W + d of its own time: too
+// short lets up to d worth of that peer's requests through early (NFR1),
+// too long keeps them d too long (NFR2). The cluster layer exports the
+// offset it observes per peer so operators see it before it matters.
+//
 // # Memory and the key cap
 //
 // A (limit, key) pair whose window is empty is dropped, when a check finds it
 // so or when Sweep runs. A slice costs 12 bytes; a pair at HS1 traffic costs
-// about 150 bytes in all (BENCHMARKS.md). Config.MaxKeys caps the pairs
+// about 190 bytes in all (BENCHMARKS.md). Config.MaxKeys caps the pairs
 // tracked at once. When a shard is full, a new key first triggers a sweep of
 // the shard (at most once a second); if the shard is still full, the request
 // is allowed without being counted (Decision.Untracked, Stats.Untracked).
