@@ -76,8 +76,10 @@
 // syncs a node does not know what the others admitted: the per-node budget
 // (ClusterConfig.Budget) lets a node admit at most floor + remaining/N of a
 // key that its peers may not know of yet. docs/blind-interval.md derives the
-// resulting bound (L - 1 + N x T/N + N x floor) and measures it, with
-// limitsim, against client rates from 10/s to 10,000/s.
+// resulting bound with ticks aligned and delivery within the grace
+// (L + N x floor + T), measures it with limitsim against client rates from
+// 10/s to 10,000/s, and describes the adversarial pattern that gets past it
+// when messages take time to arrive.
 //
 // Slice starts are read on the origin's clock. If node clocks differ by d,
 // a receiver counts a peer's slice for W - d or W + d of its own time: too

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 )
@@ -31,8 +32,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"seed", "print the seed's window-algorithm table, with limiterd's counter added", runSeed},
+		{"seed", "print the seed's window and distributed tables, with limiterd's rows added", runSeed},
 		{"replay", "replay a request trace through limiterd's counter on a simulated clock", runReplay},
+		{"burst", "evaluate the cross-node burst, the per-node budget and clock skew on a simulated cluster", runBurst},
 	}
 }
 
@@ -137,6 +139,15 @@ and the most accepted in any interval [t, t+60 s) ("max 60 s") over the limit
 reproduce the seed's numbers exactly. A fourth pattern, requests crowded at
 the end of a slice, is not in the seed: it lets 2x through the seed's window.
 
+Then the seed's distributed tables (hiz/dagitik.mjs): 8 nodes, one 60 s
+window, the client at 10/s and 90/s, each request on a node drawn by the
+seed's LCG, counted by a central counter, a quota split 600/8 per node and a
+delayed sync every 0.2 s; then the delayed sync at 90/s every 0.2, 1, 2 and
+5 s. Those rows reproduce the seed's numbers exactly. The rows "limiterd"
+run limiterd's real counter, limiter and cluster.Syncer on 8 simulated nodes
+with the same requests and node choices, with and without the per-node
+budget (see "limitsim burst" for the budget's evaluation).
+
 The command takes no flags besides -h.
 `)
 	}
@@ -151,7 +162,14 @@ The command takes no flags besides -h.
 		fmt.Fprintf(stderr, "limitsim seed: %v\n", err)
 		return exitRuntime
 	}
-	if err := writeSeedTable(stdout, blocks); err != nil {
+	byRate, byInterval, err := distTables()
+	if err == nil {
+		err = writeSeedTable(stdout, blocks)
+	}
+	if err == nil {
+		err = writeDistTables(stdout, byRate, byInterval)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "limitsim seed: %v\n", err)
 		return exitRuntime
 	}
@@ -163,14 +181,28 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var (
 		cfg   replayConfig
 		trace string
+		seed  uint64
 	)
+	def := defaultSimConfig()
+	cfg.sim = def // what no flag sets (the delivery grace) keeps limiterd's default
 	fs.Int64Var(&cfg.limit, "limit", seedLimit, "the declared `N`: requests per window and key")
 	fs.DurationVar(&cfg.window, "window", seedWindowMs*time.Millisecond, "the window `D`, a whole number of milliseconds (e.g. 60s, 1500ms)")
 	fs.IntVar(&cfg.slices, "slices", seedSlices, "the number `K` of slices per window")
-	fs.BoolVar(&cfg.decisions, "decisions", false, "also print \"TIME_MS KEY allow|deny\" for every request, in input order, before the summary")
+	fs.BoolVar(&cfg.decisions, "decisions", false, "also print \"TIME_MS KEY allow|deny\" (with --nodes \"TIME_MS KEY NODE allow|deny\") for every request, in input order, before the summary")
 	fs.StringVar(&trace, "trace", "", "read the trace from `FILE` instead of standard input (\"-\" is standard input)")
+	fs.IntVar(&cfg.sim.nodes, "nodes", 0, "replay on a simulated cluster of `N` nodes (0: one node, no cluster)")
+	fs.DurationVar(&cfg.sim.sync, "sync", def.sync, "with --nodes: the sync interval `D`")
+	fs.DurationVar(&cfg.sim.latency, "latency", 0, "with --nodes: the one-way network delay `D` of every sync message")
+	fs.DurationVar(&cfg.sim.skew, "skew", 0, "with --nodes: spread the nodes' clocks evenly over [-D, +D] (node 0 at -`D`)")
+	fs.BoolVar(&cfg.sim.budget, "budget", def.budget, "with --nodes: the per-node budget for the blind interval")
+	fs.Float64Var(&cfg.sim.floor, "budget-floor", def.floor, "with --nodes: the budget's floor `F`, in requests of the limit rate over a sync interval plus the delivery grace")
+	fs.DurationVar(&cfg.sim.stagger, "stagger", 0, "with --nodes: node i ticks i x `D` / N after the others' common tick (0: all at once; the sync interval: evenly spread)")
+	fs.BoolVar(&cfg.sim.dup, "dup", false, "with --nodes: deliver every sync message twice, the copy late and out of order")
+	fs.Uint64Var(&seed, "seed", seedLCGSeed, "with --nodes: seed `S` of the LCG that picks the node of a line without one")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim replay [--limit N] [--window D] [--slices K] [--decisions] [--trace FILE]
+                      [--nodes N [--sync D] [--latency D] [--skew D] [--stagger D]
+                       [--seed S] [--budget=true|false] [--budget-floor F] [--dup]]
 
 Replays a request trace through limiterd's counter (counter.DefaultConfig(),
 one limit of N per D in K slices) on a simulated clock and prints a summary.
@@ -194,6 +226,18 @@ line each in this order:
   max_in_window_ratio  max_in_window / N, three decimals (NFR1: at most 1.100)
 so that "grep -v '^#'" keeps only the decisions.
 
+With --nodes the trace runs on that many simulated nodes, each with
+limiterd's real counter (cluster mode), limiter and cluster.Syncer: every
+--sync interval each node that counted something sends its changes to every
+peer, delivered after --latency. A line may then carry a third field,
+"TIME_MS KEY NODE" (a node index from 0); without it the seed's LCG picks the
+node. Decision lines become "TIME_MS KEY NODE allow|deny", and the summary
+goes on with nodes, sync_ms, latency_ms, skew_ms, budget, budget_floor, seed,
+false_rejections (rejections while fewer than N of the key were accepted in
+the window before: NFR2), sync_deltas, sync_messages, sync_bytes,
+sync_duration_ms, sync_messages_per_node_s, sync_bytes_per_node_s and
+max_peer_offset_ms (go doc ./cmd/limitsim describes each).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -204,9 +248,49 @@ Flags:
 	if fs.NArg() > 0 {
 		return usageError(fs, stderr, "unexpected argument %q (give the trace with --trace)", fs.Arg(0))
 	}
-	rp, err := newReplayer(cfg)
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
+	if seed > math.MaxUint32 {
+		return usageError(fs, stderr, "--seed must be at most %d, got %d", uint32(math.MaxUint32), seed)
+	}
+	cfg.seed = uint32(seed)
+	clusterOnly := ""
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "sync", "latency", "skew", "budget", "budget-floor", "stagger", "dup", "seed":
+			clusterOnly = f.Name
+		}
+	})
+	switch {
+	case cfg.sim.nodes < 0:
+		return usageError(fs, stderr, "--nodes must not be negative, got %d", cfg.sim.nodes)
+	case cfg.sim.nodes == 0 && clusterOnly != "":
+		return usageError(fs, stderr, "--%s needs --nodes", clusterOnly)
+	}
+	var replay func(io.Reader, io.Writer) error
+	if cfg.sim.nodes == 0 {
+		rp, err := newReplayer(cfg)
+		if err != nil {
+			return usageError(fs, stderr, "%v", err)
+		}
+		replay = func(r io.Reader, w io.Writer) error {
+			sum, err := rp.run(r, w)
+			if err != nil {
+				return err
+			}
+			return writeReplaySummary(w, cfg, sum)
+		}
+	} else {
+		// Build a throw-away cluster first so that a bad setting is a usage
+		// error, not a runtime one.
+		if err := checkClusterConfig(cfg); err != nil {
+			return usageError(fs, stderr, "%v", err)
+		}
+		replay = func(r io.Reader, w io.Writer) error {
+			sum, err := runClusterReplay(cfg, r, w)
+			if err != nil {
+				return err
+			}
+			return writeClusterSummary(w, cfg, sum)
+		}
 	}
 	in := stdin
 	if trace != "" && trace != "-" {
@@ -219,10 +303,7 @@ Flags:
 		in = f
 	}
 	bw := bufio.NewWriter(stdout)
-	sum, err := rp.run(in, bw)
-	if err == nil {
-		err = writeReplaySummary(bw, cfg, sum)
-	}
+	err := replay(in, bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -231,4 +312,13 @@ Flags:
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// checkClusterConfig builds the cluster cfg describes and drops it: the
+// counter, limiter and simulator validate every setting.
+func checkClusterConfig(cfg replayConfig) error {
+	sc := cfg.sim
+	sc.limit, sc.window, sc.slices = cfg.limit, cfg.window, cfg.slices
+	_, err := newSimCluster(sc)
+	return err
 }

@@ -18,6 +18,10 @@ type replayConfig struct {
 	window    time.Duration
 	slices    int
 	decisions bool // print one line per request before the summary
+	// sim.nodes > 0 replays on a simulated cluster (replaycluster.go); the
+	// limit fields of sim are taken from the fields above.
+	sim  simConfig
+	seed uint32 // seeds the LCG that picks a node for lines without one
 }
 
 // replaySummary is what a replay found. Accepted includes untracked

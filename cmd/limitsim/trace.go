@@ -37,10 +37,16 @@ func (e *traceError) Error() string { return fmt.Sprintf("trace line %d: %s", e.
 // never smaller than the previous line's; KEY is valid UTF-8 without
 // whitespace. Lines that are blank or whose first non-blank character is #
 // are skipped; a trailing \r is ignored.
+//
+// With nodes > 0 (a simulated cluster) a line may carry a third field,
+// "TIME_MS KEY NODE", NODE a decimal node index in [0, nodes); node then
+// holds it after next, or -1 for a line without it.
 type traceReader struct {
-	sc   *bufio.Scanner
-	line int
-	last int64
+	sc    *bufio.Scanner
+	line  int
+	last  int64
+	nodes int
+	node  int
 }
 
 func newTraceReader(r io.Reader) *traceReader {
@@ -58,14 +64,14 @@ func (tr *traceReader) next() (request, error) {
 		if len(b) == 0 || b[0] == '#' {
 			continue
 		}
-		r, err := parseTraceLine(b)
+		r, node, err := parseTraceLine(b, tr.nodes)
 		if err != nil {
 			return request{}, &traceError{line: tr.line, msg: err.Error()}
 		}
 		if r.at < tr.last {
 			return request{}, &traceError{line: tr.line, msg: fmt.Sprintf("time %d is before the previous line's %d", r.at, tr.last)}
 		}
-		tr.last = r.at
+		tr.last, tr.node = r.at, node
 		return r, nil
 	}
 	if err := tr.sc.Err(); err != nil {
@@ -77,24 +83,44 @@ func (tr *traceReader) next() (request, error) {
 	return request{}, io.EOF
 }
 
-// parseTraceLine parses one trimmed, non-blank, non-comment line.
-func parseTraceLine(b []byte) (request, error) {
+// parseTraceLine parses one trimmed, non-blank, non-comment line. With
+// nodes > 0 it also takes an optional NODE field; node is -1 without one.
+func parseTraceLine(b []byte, nodes int) (r request, node int, err error) {
 	f := bytes.Fields(b)
-	if len(f) != 2 {
-		return request{}, fmt.Errorf("want \"TIME_MS KEY\", got %d fields", len(f))
+	switch {
+	case nodes == 0 && len(f) != 2:
+		return request{}, -1, fmt.Errorf("want \"TIME_MS KEY\", got %d fields", len(f))
+	case nodes > 0 && len(f) != 2 && len(f) != 3:
+		return request{}, -1, fmt.Errorf("want \"TIME_MS KEY [NODE]\", got %d fields", len(f))
 	}
 	ts, key := f[0], f[1]
-	for _, c := range ts {
-		if c < '0' || c > '9' {
-			return request{}, fmt.Errorf("time %q is not a non-negative decimal integer", ts)
-		}
+	if !decimal(ts) {
+		return request{}, -1, fmt.Errorf("time %q is not a non-negative decimal integer", ts)
 	}
 	at, err := strconv.ParseInt(string(ts), 10, 64)
 	if err != nil || at > maxTraceMs {
-		return request{}, fmt.Errorf("time %q is above the largest allowed, %d", ts, int64(maxTraceMs))
+		return request{}, -1, fmt.Errorf("time %q is above the largest allowed, %d", ts, int64(maxTraceMs))
 	}
 	if !utf8.Valid(key) {
-		return request{}, fmt.Errorf("key %q is not valid UTF-8", key)
+		return request{}, -1, fmt.Errorf("key %q is not valid UTF-8", key)
 	}
-	return request{at: at, key: string(key)}, nil
+	node = -1
+	if len(f) == 3 {
+		n, err := strconv.Atoi(string(f[2]))
+		if !decimal(f[2]) || err != nil || n >= nodes {
+			return request{}, -1, fmt.Errorf("node %q is not a node index in [0, %d)", f[2], nodes)
+		}
+		node = n
+	}
+	return request{at: at, key: string(key)}, node, nil
+}
+
+// decimal reports whether b is a non-empty run of ASCII digits.
+func decimal(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }

@@ -115,3 +115,55 @@ func FuzzTraceReader(f *testing.F) {
 		}
 	})
 }
+
+// TestTraceReaderNodes reads the optional NODE field of a cluster trace.
+func TestTraceReaderNodes(t *testing.T) {
+	tr := newTraceReader(strings.NewReader("0 a 2\n1 b\n# c\n2 c 0\n3 d 002\n"))
+	tr.nodes = 3
+	var got []string
+	for {
+		r, err := tr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %s %d", r.at, r.key, tr.node))
+	}
+	if want := []string{"0 a 2", "1 b -1", "2 c 0", "3 d 2"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// FuzzClusterReplay replays any trace that parses on a small simulated
+// cluster without the budget and checks NFR2's one-sided error: a request
+// is rejected only when its key really had the limit accepted in the window
+// before it, whatever the nodes, ticks and duplicated deliveries.
+func FuzzClusterReplay(f *testing.F) {
+	for _, s := range []string{
+		"0 a 0\n0 a 1\n1 a 2\n", "0 a\n1 a\n2 a\n3 a\n4 a\n5 a\n", "0 a 0\n50 a 1\n50 a 2\n120 b 1\n",
+		"0 a 3\n", "0 a 1 x\n", "1 a\n0 a\n",
+	} {
+		f.Add([]byte(s), uint8(3), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, nodes uint8, dup bool) {
+		cfg := replayConfig{limit: 3, window: 100 * time.Millisecond, slices: 2, seed: seedLCGSeed}
+		cfg.sim = simConfig{nodes: 1 + int(nodes%5), sync: 20 * time.Millisecond, latency: time.Millisecond,
+			stagger: 20 * time.Millisecond, floor: 1, grace: 0.25, dup: dup}
+		sum, err := runClusterReplay(cfg, strings.NewReader(string(data)), io.Discard)
+		if err != nil {
+			var te *traceError
+			if !errors.As(err, &te) && !strings.Contains(err.Error(), "limiter: invalid key") {
+				t.Fatalf("error %v is neither a trace error nor a key the limiter refuses", err)
+			}
+			return
+		}
+		if sum.accepted+sum.rejected != sum.requests {
+			t.Fatalf("summary %+v does not add up", sum)
+		}
+		if sum.falseRejections != 0 {
+			t.Fatalf("%d false rejections without a budget", sum.falseRejections)
+		}
+	})
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// simRule is the name of the one rule a simulated node enforces.
+const simRule = "replay"
+
+// simConfig describes a simulated cluster: N nodes, each running limiterd's
+// real counter (in cluster mode), limiter and cluster.Syncer, joined by a
+// simulated network on a simulated clock.
+type simConfig struct {
+	nodes  int
+	limit  int64
+	window time.Duration
+	slices int
+	// sync is the sync interval: every node whose counter changed calls
+	// Syncer.Tick at each multiple of it (true time).
+	sync time.Duration
+	// latency is how long a message takes to reach a peer.
+	latency time.Duration
+	// skew spreads the nodes' clocks: node i reads true time plus
+	// skewOffset(i), evenly spread over [-skew, +skew].
+	skew   time.Duration
+	budget bool    // counter.ClusterConfig.Budget
+	floor  float64 // counter.ClusterConfig.BudgetFloor
+	grace  float64 // counter.ClusterConfig.DeliveryGrace
+	// stagger spreads the nodes' ticks: node i ticks i x stagger / N
+	// (whole ms) after each multiple of sync. 0 ticks all nodes at once, as
+	// the seed's model does; stagger = sync spreads them evenly over the
+	// interval, as independent timers on real nodes end up.
+	stagger time.Duration
+	// dup delivers every message a second time, two sync intervals and one
+	// millisecond after the first copy: after newer messages from the same
+	// sender, so merges see duplicates out of order.
+	dup bool
+	// clockTicks ticks each node at the multiples of the sync interval on
+	// its own clock, as limiterd's nodes do (cluster/node.go), rather than
+	// at the same true instant: with skew, the ticks are then as far apart
+	// as the clocks (modulo the interval). stagger adds to it.
+	clockTicks bool
+	// everyTick ticks every node at every sync instant, as limiterd does,
+	// instead of only nodes with changes. Slower on sparse traces, and the
+	// same decisions (TestIdleTicksChangeNothing): the budget forgets the
+	// previous interval DeliveryGrace after a tick, and a node that skipped
+	// a tick admitted nothing in the interval before it.
+	everyTick bool
+}
+
+// defaultSimConfig is the seed's cluster (HS3-HS5, HS7) with limiterd's
+// default budget.
+func defaultSimConfig() simConfig {
+	cc := counter.DefaultClusterConfig("x")
+	return simConfig{
+		nodes: 8, limit: seedLimit, window: seedWindowMs * time.Millisecond, slices: seedSlices,
+		sync: cc.SyncInterval, budget: cc.Budget, floor: cc.BudgetFloor, grace: cc.DeliveryGrace,
+	}
+}
+
+// errSimConfig wraps every invalid simulation setting.
+var errSimConfig = errors.New("invalid cluster simulation")
+
+// validate checks what the simulator itself needs; the counter and the
+// limiter check the rest when the nodes are built.
+func (sc simConfig) validate() error {
+	switch {
+	case sc.nodes < 1 || sc.nodes > 256:
+		return fmt.Errorf("%w: nodes must be between 1 and 256, got %d", errSimConfig, sc.nodes)
+	case sc.sync < time.Millisecond || sc.sync%time.Millisecond != 0:
+		return fmt.Errorf("%w: sync interval must be a whole number of milliseconds, at least 1ms, got %v", errSimConfig, sc.sync)
+	case sc.latency < 0 || sc.latency%time.Millisecond != 0:
+		return fmt.Errorf("%w: latency must be a whole, non-negative number of milliseconds, got %v", errSimConfig, sc.latency)
+	case sc.stagger < 0 || sc.stagger%time.Millisecond != 0 || sc.stagger > sc.sync:
+		return fmt.Errorf("%w: stagger must be a whole number of milliseconds between 0 and the sync interval, got %v", errSimConfig, sc.stagger)
+	case sc.skew < 0 || sc.skew%time.Millisecond != 0 || sc.skew > time.Hour:
+		return fmt.Errorf("%w: skew must be a whole number of milliseconds between 0 and 1h, got %v", errSimConfig, sc.skew)
+	}
+	return nil
+}
+
+// skewOffset is node i's clock offset in ms: -skew for node 0, +skew for
+// the last node, evenly spread in between (rounded towards zero).
+func (sc simConfig) skewOffset(i int) int64 {
+	if sc.nodes == 1 {
+		return 0
+	}
+	d := sc.skew.Milliseconds()
+	return (-d*int64(sc.nodes-1) + 2*d*int64(i)) / int64(sc.nodes-1)
+}
+
+// simNode is one node: its clock offset and limiterd's real components.
+type simNode struct {
+	offset   int64 // ms added to true time to read this node's clock
+	phase    int64 // true time of its ticks modulo the sync interval, in [0, interval)
+	lim      *limiter.Limiter
+	sync     *cluster.Syncer
+	dirty    bool  // has a tick scheduled: counted a request since its last Tick, or everyTick
+	nextTick int64 // true time of its next tick; meaningful while dirty
+}
+
+// simStats is the traffic a simulation produced.
+type simStats struct {
+	produced int   // messages returned by Tick ("counter touches": one sync write to the peers)
+	messages int   // messages delivered: produced x (N-1), twice that with dup
+	bytes    int64 // bytes delivered
+	requests int   // requests checked
+	firstAt  int64 // true time of the first request
+	lastAt   int64 // true time of the last request
+}
+
+// delivery is a message in flight.
+type delivery struct {
+	at  int64  // true time of arrival, ms
+	seq uint64 // ties broken by send order: deterministic
+	to  int
+	msg []byte
+}
+
+type deliveryQueue []delivery
+
+func (q deliveryQueue) Len() int { return len(q) }
+func (q deliveryQueue) Less(i, j int) bool {
+	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
+}
+func (q deliveryQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *deliveryQueue) Push(x any)   { *q = append(*q, x.(delivery)) }
+func (q *deliveryQueue) Pop() any {
+	old := *q
+	d := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return d
+}
+
+// simCluster runs the nodes on one simulated clock (true time, ms). Events
+// at one instant run in a fixed order: ticks, then deliveries (in send
+// order), then the request. It is single-use and not safe for concurrent use.
+type simCluster struct {
+	cfg    simConfig
+	nodes  []*simNode
+	queue  deliveryQueue
+	seq    uint64
+	syncMs int64
+	latMs  int64
+	stats  simStats
+}
+
+// newSimCluster builds the nodes. Node i is named "node-i".
+func newSimCluster(sc simConfig) (*simCluster, error) {
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
+		Name:   simRule,
+		Limits: []limiter.LimitSpec{{Policy: simRule, Limit: sc.limit, Window: sc.window, Slices: sc.slices}},
+	}}}
+	s := &simCluster{cfg: sc, syncMs: sc.sync.Milliseconds(), latMs: sc.latency.Milliseconds()}
+	for i := range sc.nodes {
+		name := fmt.Sprintf("node-%d", i)
+		c, err := counter.New(counter.DefaultConfig())
+		if err != nil {
+			return nil, err
+		}
+		cc := counter.DefaultClusterConfig(name)
+		cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = sc.nodes, sc.sync, sc.budget, sc.floor, sc.grace
+		if err := c.SetCluster(cc); err != nil {
+			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
+		}
+		lim, err := limiter.New(c, rs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
+		}
+		syn, err := cluster.NewSyncer(c, cluster.DefaultSyncConfig(name))
+		if err != nil {
+			return nil, err
+		}
+		n := &simNode{offset: sc.skewOffset(i), lim: lim, sync: syn}
+		n.phase = int64(i) * sc.stagger.Milliseconds() / int64(sc.nodes)
+		if sc.clockTicks {
+			// Node i's clock reads true time + offset: it reads a multiple
+			// of the interval at true times -offset modulo the interval.
+			n.phase = n.phase - n.offset - floorDiv(n.phase-n.offset, s.syncMs)*s.syncMs
+		}
+		n.dirty, n.nextTick = sc.everyTick, n.phase
+		s.nodes = append(s.nodes, n)
+	}
+	return s, nil
+}
+
+// check runs every event due by true time at, then decides one request of
+// key arriving at node at that instant (read on the node's clock).
+func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) error {
+	if s.stats.requests == 0 {
+		s.stats.firstAt = at
+		if s.cfg.everyTick {
+			// Ticks before the first request have nothing to do: start at
+			// the first tick instant at or after it.
+			for _, n := range s.nodes {
+				n.nextTick = -floorDiv(n.phase-at, s.syncMs)*s.syncMs + n.phase
+			}
+		}
+	}
+	if err := s.advance(at, false); err != nil {
+		return err
+	}
+	s.stats.requests++
+	s.stats.lastAt = at
+	n := s.nodes[node]
+	if err := n.lim.Check(time.UnixMilli(at+n.offset), limiter.Request{Key: key, Hits: 1}, d); err != nil {
+		return err
+	}
+	if d.Allowed && !d.Untracked && !n.dirty {
+		// A tick with nothing to send changes no decision (see everyTick),
+		// so only a node with a change has one scheduled: a sparse trace
+		// does not iterate over every idle interval. Its next tick is the
+		// first after at (one at at itself ran before the request).
+		n.dirty = true
+		n.nextTick = (floorDiv(at-n.phase, s.syncMs)+1)*s.syncMs + n.phase
+	}
+	return nil
+}
+
+// advance runs ticks and deliveries due at or before true time t, or all
+// of them when drain is set. At one instant ticks come first, in node
+// order, then deliveries in send order. It terminates: a tick clears its
+// node's change flag (with everyTick, ticks stop at t and finish clears
+// the flags before it drains), and deliveries are finite.
+func (s *simCluster) advance(t int64, drain bool) error {
+	for {
+		tn := -1 // the dirty node with the earliest tick
+		for i, n := range s.nodes {
+			if n.dirty && (tn < 0 || n.nextTick < s.nodes[tn].nextTick) {
+				tn = i
+			}
+		}
+		tickDue := tn >= 0 && (drain || s.nodes[tn].nextTick <= t)
+		delDue := len(s.queue) > 0 && (drain || s.queue[0].at <= t)
+		switch {
+		case tickDue && (!delDue || s.nodes[tn].nextTick <= s.queue[0].at):
+			if err := s.tick(tn); err != nil {
+				return err
+			}
+		case delDue:
+			d := heap.Pop(&s.queue).(delivery)
+			n := s.nodes[d.to]
+			if _, _, err := n.sync.Receive(time.UnixMilli(d.at+n.offset), d.msg); err != nil {
+				return fmt.Errorf("node-%d receiving at %d ms: %w", d.to, d.at, err)
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// tick makes node i send its changes to every peer.
+func (s *simCluster) tick(i int) error {
+	n := s.nodes[i]
+	at := n.nextTick
+	n.dirty = s.cfg.everyTick
+	n.nextTick += s.syncMs
+	msgs, err := n.sync.Tick(time.UnixMilli(at + n.offset))
+	if err != nil {
+		return fmt.Errorf("node-%d tick at %d ms: %w", i, at, err)
+	}
+	for _, m := range msgs {
+		s.stats.produced++
+		for j := range s.nodes {
+			if j == i {
+				continue
+			}
+			s.send(at+s.latMs, j, m)
+			if s.cfg.dup {
+				s.send(at+s.latMs+2*s.syncMs+1, j, m)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *simCluster) send(at int64, to int, msg []byte) {
+	s.seq++
+	heap.Push(&s.queue, delivery{at: at, seq: s.seq, to: to, msg: msg})
+	s.stats.messages++
+	s.stats.bytes += int64(len(msg))
+}
+
+// finish delivers everything still pending, so the traffic figures cover
+// every change, and returns them.
+func (s *simCluster) finish() (simStats, error) {
+	if s.cfg.everyTick {
+		// Run every node's next tick, then stop ticking: drain would
+		// otherwise never end.
+		if err := s.advance(s.stats.lastAt+s.syncMs, false); err != nil {
+			return s.stats, err
+		}
+		for _, n := range s.nodes {
+			n.dirty = false
+		}
+	}
+	err := s.advance(0, true)
+	return s.stats, err
+}
+
+// maxPeerOffset is the largest clock offset, in absolute value, that any
+// node's Syncer estimated for a peer from its last message (SentMs minus
+// the receiver's clock: the offset an operator sees, latency included).
+func (s *simCluster) maxPeerOffset() time.Duration {
+	var m time.Duration
+	for _, n := range s.nodes {
+		for _, p := range n.sync.Peers() {
+			m = max(m, p.Offset, -p.Offset)
+		}
+	}
+	return m
+}
