@@ -28,6 +28,7 @@ type config struct {
 	shards          int
 	sweepInterval   time.Duration
 	shutdownTimeout time.Duration
+	pprofAddr       string
 	logLevel        slog.Level
 	logFormat       string
 
@@ -67,6 +68,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.shards, "shards", cdef.Shards, "independently locked partitions of the key space (a power of two)")
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", 10*time.Second, "how often keys whose window is empty are dropped")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	fs.StringVar(&cfg.pprofAddr, "pprof-addr", "", "`HOST:PORT` for Go's /debug/pprof/ profiles on a listener of their own; off when empty (keep it on loopback)")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -107,6 +108,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		return fmt.Errorf("listen on -http-addr: %w", err)
 	}
 	defer ln.Close() // in case of an early return; Serve closes it otherwise
+	var dln net.Listener
+	if cfg.pprofAddr != "" {
+		if dln, err = net.Listen("tcp", cfg.pprofAddr); err != nil {
+			return fmt.Errorf("listen on -pprof-addr: %w", err)
+		}
+		defer dln.Close()
+	}
 
 	hcfg := httpapi.DefaultConfig()
 	hcfg.KeyHeader = cfg.keyHeader
@@ -167,6 +175,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 			errc <- fmt.Errorf("http server: %w", err)
 		}
 	})
+	var debug *http.Server
+	if dln != nil {
+		debug = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
+		log.Info("pprof listening", "addr", dln.Addr().String())
+		wg.Go(func() {
+			if err := debug.Serve(dln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("pprof server: %w", err)
+			}
+		})
+	}
 	if node != nil {
 		wg.Go(func() {
 			if err := node.Run(nodeCtx); err != nil {
@@ -187,6 +205,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err := srv.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
 	}
+	if debug != nil {
+		debug.Close()
+	}
 	nodeCancel() // sends the last changes, leaves the cluster
 	wg.Wait()
 	return runErr
@@ -203,6 +224,18 @@ func publishedHTTPAddr(ln net.Addr, advertise string) string {
 		return net.JoinHostPort(host, strconv.Itoa(a.Port))
 	}
 	return ln.String()
+}
+
+// pprofMux serves Go's profiles under /debug/pprof/ on a mux of its own,
+// never on the API's.
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
 }
 
 // sweep drops empty windows every interval until ctx ends.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: err %v", err)
 	}
-	for _, name := range []string{"http-addr", "rules", "key-header", "max-keys", "shards", "sweep-interval", "shutdown-timeout", "log-level", "log-format"} {
+	for _, name := range []string{"http-addr", "rules", "key-header", "max-keys", "shards", "sweep-interval", "shutdown-timeout", "log-level", "log-format", "pprof-addr"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s:\n%s", name, envName(name), out.String())
 		}
@@ -222,6 +223,27 @@ func TestServeChecksAndReloads(t *testing.T) {
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit code %d after graceful shutdown", code)
+	}
+}
+
+func TestPprofListener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, stop := daemon(t, path, "-pprof-addr", addr)
+	code, body := get(t, "http://"+addr+"/debug/pprof/")
+	if code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof index: %d %.200s", code, body)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }
 
