@@ -35,6 +35,7 @@ func commands() []command {
 		{"seed", "print the seed's window and distributed tables, with limiterd's rows added", runSeed},
 		{"replay", "replay a request trace through limiterd's counter on a simulated clock", runReplay},
 		{"burst", "evaluate the cross-node burst, the per-node budget and clock skew on a simulated cluster", runBurst},
+		{"scale", "measure what the sync costs one node on clusters of 8 to 128 simulated nodes", runScaleCmd},
 	}
 }
 
@@ -123,8 +124,9 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, format string, a ...any) int
 
 func runSeed(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	plotDir := fs.String("plot", "", "also write the tables as SVG charts into `DIR` (created if missing)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: limitsim seed
+		fmt.Fprint(fs.Output(), `Usage: limitsim seed [--plot DIR]
 
 Prints the window-algorithm table of the seed design study (hiz/pencere.mjs):
 one client, 180 s of model time, limit 600 per 60 s, for each arrival pattern
@@ -148,8 +150,19 @@ run limiterd's real counter, limiter and cluster.Syncer on 8 simulated nodes
 with the same requests and node choices, with and without the per-node
 budget (see "limitsim burst" for the budget's evaluation).
 
-The command takes no flags besides -h.
+With --plot DIR it also writes SVG charts into DIR (the tables on standard
+output are unchanged): for each pattern, window-*.svg, the requests each
+algorithm accepted in the last 60 s against time, with the limit and the
+NFR1 ceiling (1.1x) drawn; cluster-sync-interval.svg, the most accepted in
+60 s over the limit against the sync interval (the seed's delayed sync and
+limiterd with and without the budget, 90/s); cluster-client-rate.svg, the
+same against the client's rate from 10/s to 10,000/s (the NFR1 table of
+"limitsim burst", without the budget and with floor 1). The charts are
+deterministic and take a few seconds.
+
+Flags:
 `)
+		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
@@ -169,6 +182,9 @@ The command takes no flags besides -h.
 	if err == nil {
 		err = writeDistTables(stdout, byRate, byInterval)
 	}
+	if err == nil && *plotDir != "" {
+		err = plotSeed(*plotDir, defaultPlotPlan())
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "limitsim seed: %v\n", err)
 		return exitRuntime
@@ -182,14 +198,18 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg   replayConfig
 		trace string
 		seed  uint64
+		rules string // what-if replay (whatif.go)
+		top   int
 	)
 	def := defaultSimConfig()
 	cfg.sim = def // what no flag sets (the delivery grace) keeps limiterd's default
 	fs.Int64Var(&cfg.limit, "limit", seedLimit, "the declared `N`: requests per window and key")
 	fs.DurationVar(&cfg.window, "window", seedWindowMs*time.Millisecond, "the window `D`, a whole number of milliseconds (e.g. 60s, 1500ms)")
 	fs.IntVar(&cfg.slices, "slices", seedSlices, "the number `K` of slices per window")
-	fs.BoolVar(&cfg.decisions, "decisions", false, "also print \"TIME_MS KEY allow|deny\" (with --nodes \"TIME_MS KEY NODE allow|deny\") for every request, in input order, before the summary")
+	fs.BoolVar(&cfg.decisions, "decisions", false, "also print \"TIME_MS KEY allow|deny\" (with --nodes \"TIME_MS KEY NODE allow|deny\"; with --rules \"TIME KEY [NODE] RULE VERDICT\") for every request, in input order, before the summary")
 	fs.StringVar(&trace, "trace", "", "read the trace from `FILE` instead of standard input (\"-\" is standard input)")
+	fs.StringVar(&rules, "rules", "", "what-if: decide with the limiterd rule file `FILE` (replaces --limit, --window and --slices) and report per rule")
+	fs.IntVar(&top, "top", 10, "with --rules: list the `N` keys with the most rejections of each rule (0: none)")
 	fs.IntVar(&cfg.sim.nodes, "nodes", 0, "replay on a simulated cluster of `N` nodes (0: one node, no cluster)")
 	fs.DurationVar(&cfg.sim.sync, "sync", def.sync, "with --nodes: the sync interval `D`")
 	fs.DurationVar(&cfg.sim.latency, "latency", 0, "with --nodes: the one-way network delay `D` of every sync message")
@@ -203,6 +223,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim replay [--limit N] [--window D] [--slices K] [--decisions] [--trace FILE]
                       [--nodes N [--sync D] [--latency D] [--skew D] [--stagger D]
                        [--seed S] [--budget=true|false] [--budget-floor F] [--dup]]
+       limitsim replay --rules FILE [--top N] [--decisions] [--trace FILE] [--nodes N ...]
 
 Replays a request trace through limiterd's counter (counter.DefaultConfig(),
 one limit of N per D in K slices) on a simulated clock and prints a summary.
@@ -238,6 +259,18 @@ the window before: NFR2), sync_deltas, sync_messages, sync_bytes,
 sync_duration_ms, sync_messages_per_node_s, sync_bytes_per_node_s and
 max_peer_offset_ms (go doc ./cmd/limitsim describes each).
 
+With --rules FILE it is a what-if replay of an access log against a limiterd
+rule file (the real rule matching, several limits per rule, shadow mode):
+each line is "TIME KEY [NODE]", TIME either milliseconds as above or an RFC
+3339 timestamp (2026-07-28T09:00:00.250Z; made relative to the first line,
+1 ms resolution), one format per log, never earlier than the line before.
+It prints per rule the requests, allowed, rejected (for a shadow rule: would
+reject), keys and keys rejected, with a row for keys no rule governs
+("unlimited") and a total, then for each rule that rejected anything its
+--top keys by rejections. With --decisions, first "TIME KEY [NODE] RULE
+allow|deny|shadow-deny|unlimited" per request. An invalid rule file is a
+runtime error (exit 1), like a malformed line.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -265,8 +298,22 @@ Flags:
 	case cfg.sim.nodes == 0 && clusterOnly != "":
 		return usageError(fs, stderr, "--%s needs --nodes", clusterOnly)
 	}
+	if code, ok := checkWhatifFlags(fs, rules, top, stderr); !ok {
+		return code
+	}
 	var replay func(io.Reader, io.Writer) error
-	if cfg.sim.nodes == 0 {
+	if rules != "" {
+		if cfg.sim.nodes > 0 {
+			if err := checkClusterConfig(cfg); err != nil {
+				return usageError(fs, stderr, "%v", err)
+			}
+		}
+		var err error
+		if replay, err = whatifReplay(cfg, rules, top); err != nil {
+			fmt.Fprintf(stderr, "limitsim replay: %v\n", err)
+			return exitRuntime
+		}
+	} else if cfg.sim.nodes == 0 {
 		rp, err := newReplayer(cfg)
 		if err != nil {
 			return usageError(fs, stderr, "%v", err)

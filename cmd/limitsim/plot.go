@@ -1,0 +1,318 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// The charts of limitsim seed --plot DIR: the seed's window table and its
+// distributed tables drawn, plus the client-rate sweep of limitsim burst.
+// Every number comes from the same code as the tables (runModel, the seed's
+// distributed model, the simulated cluster), so a chart and its table never
+// disagree.
+
+// plotPlan is what the charts run; tests use a smaller one for the
+// cluster charts, which the race detector slows about 40-fold.
+type plotPlan struct {
+	// bucketMs is the resolution of the window charts: each point is the
+	// most accepted in (t-60 s, t] over one bucket, so peaks are exact.
+	bucketMs int64
+	// syncIntervals (seconds) and syncRate (requests/s) are the sync-interval
+	// chart: the seed's distributed model at that rate, one 60 s window.
+	syncIntervals []float64
+	syncRate      int
+	// clientRates (requests/s) over clientDurationMs are the client-rate
+	// chart, run by limitsim burst's code.
+	clientRates      []float64
+	clientDurationMs int64
+}
+
+// defaultPlotPlan is limitsim seed --plot: 250 ms per point (about a pixel
+// of the window charts), the seed's four sync intervals with 0.5 s added,
+// and limitsim burst's client rates and duration with a few rates added,
+// so the charts agree with its NFR1 table where they share a rate.
+func defaultPlotPlan() plotPlan {
+	return plotPlan{
+		bucketMs:         250,
+		syncIntervals:    []float64{0.2, 0.5, 1, 2, 5},
+		syncRate:         90,
+		clientRates:      []float64{10, 20, 50, 90, 200, 500, 1000, 2000, 5000, 10000},
+		clientDurationMs: 3 * seedWindowMs,
+	}
+}
+
+// plotFile is one chart and the file it goes to.
+type plotFile struct {
+	name  string // file name, e.g. "window-steady-2x.svg"
+	chart chart
+}
+
+// Colours: the Okabe-Ito palette, readable with every common colour-vision
+// deficiency. limiterd is always blue.
+const (
+	colFixed    = "#E69F00" // orange
+	colSliding  = "#CC79A7" // reddish purple
+	colBucket   = "#009E73" // bluish green
+	colLimiterd = "#0072B2" // blue
+	colNoBudget = "#009E73"
+	colSeed     = "#E69F00"
+	colLimit    = "#555555"
+	colNFR1     = "#D55E00" // vermillion
+)
+
+// Reference lines.
+const (
+	dashLimit = "8 5"
+	dashNFR1  = "4 3"
+	dashBound = "2 4"
+)
+
+// windowSlugs names the window charts, in the order of seedPatterns.
+func windowSlugs() []string {
+	return []string{"window-steady-2x.svg", "window-edge-burst.svg", "window-intermittent.svg", "window-slice-end.svg"}
+}
+
+// windowTitles are the charts' titles, in the order of seedPatterns.
+func windowTitles() []string {
+	return []string{
+		"Steady at twice the limit (20/s)",
+		"A full limit on both sides of a window edge",
+		"Intermittent, exactly at the limit",
+		"Crowded at a slice end (not in the seed)",
+	}
+}
+
+// buildPlots computes every chart of the plan, in a fixed order.
+func buildPlots(p plotPlan) ([]plotFile, error) {
+	files, err := windowCharts(p.bucketMs)
+	if err != nil {
+		return nil, err
+	}
+	sync, err := syncIntervalChart(p.syncIntervals, p.syncRate)
+	if err != nil {
+		return nil, err
+	}
+	rate, err := clientRateChart(p.clientRates, p.clientDurationMs)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, sync, rate), nil
+}
+
+// writePlots writes each chart to dir/name, creating dir if needed.
+func writePlots(dir string, files []plotFile) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.chart.svg(), 0o644); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+	}
+	return nil
+}
+
+// windowCharts draws, for each seed pattern, the accepted requests in the
+// last 60 s against time for each algorithm of the seed table.
+func windowCharts(bucketMs int64) ([]plotFile, error) {
+	pats, slugs, titles := seedPatterns(), windowSlugs(), windowTitles()
+	if len(pats) != len(slugs) || len(pats) != len(titles) {
+		return nil, errors.New("plot: a seed pattern has no chart name")
+	}
+	// limiterd is drawn first and wide: where another algorithm accepts the
+	// same, its line runs inside limiterd's, which shows as a border.
+	styles := map[string]series{
+		"fixed window":            {color: colFixed, width: 2},
+		"12-slice sliding":        {color: colSliding, width: 2, dash: "7 4"},
+		"token bucket (60, 10/s)": {color: colBucket, width: 2},
+		"limiterd":                {color: colLimiterd, width: 5},
+	}
+	var files []plotFile
+	for i, pat := range pats {
+		at := pat.at()
+		c := chart{
+			title:    titles[i] + ": accepted requests in the last 60 s",
+			subtitle: fmt.Sprintf("One client, %d requests: %s. Limit %d per 60 s.", len(at), pat.desc, seedLimit),
+			x:        axis{label: "time t (s)", min: 0, max: seedDurationMs / 1000},
+		}
+		for t := 0; t <= seedDurationMs/1000; t += 30 { // window edges every other tick
+			c.x.ticks = append(c.x.ticks, tick{float64(t), strconv.Itoa(t)})
+		}
+		top := int(seedLimit * nfr1Ratio)
+		for _, a := range seedAlgorithms() {
+			m, err := a.build()
+			if err != nil {
+				return nil, err
+			}
+			acc, err := runModel(m, at)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %s on %q: %w", a.name, pat.name, err)
+			}
+			s, ok := styles[a.name]
+			if !ok {
+				return nil, fmt.Errorf("plot: no style for algorithm %q", a.name)
+			}
+			most := maxInWindow(acc, seedWindowMs)
+			top = max(top, most)
+			s.name = fmt.Sprintf("%s: max %d (%.2f×), %d rejected", a.name, most, ratio(most, seedLimit), len(at)-len(acc))
+			s.points = slidingEnvelope(acc, seedWindowMs, bucketMs, seedDurationMs)
+			if a.name == "limiterd" {
+				c.series = append([]series{s}, c.series...)
+			} else {
+				c.series = append(c.series, s)
+			}
+		}
+		c.y = axis{label: "accepted in (t − 60 s, t]", min: 0, max: float64(ceilTo(top*108/100, 100))}
+		c.hlines = limitLines(seedLimit)
+		files = append(files, plotFile{slugs[i], c})
+	}
+	return files, nil
+}
+
+// limitLines are the limit and the NFR1 ceiling, in requests (scale 1) or
+// as ratios of the limit (limit 1).
+func limitLines(limit float64) []hline {
+	unit := func(v float64) string {
+		if limit == 1 {
+			return fmt.Sprintf("%.1f", v)
+		}
+		return strconv.Itoa(int(v))
+	}
+	return []hline{
+		{y: limit, label: "limit: " + unit(limit), color: colLimit, dash: dashLimit},
+		{y: limit * nfr1Ratio, label: "NFR1 ceiling, 1.1 × limit: " + unit(limit*nfr1Ratio), color: colNFR1, dash: dashNFR1},
+	}
+}
+
+// slidingEnvelope returns, for each bucket [k*bucket, (k+1)*bucket) of
+// [0, duration), the largest number of accepted instants (ms,
+// non-decreasing) in (t-window, t] for any whole ms t in the bucket, as the
+// point (k*bucket in seconds, that number). Taking the maximum rather than
+// a sample keeps every peak: the chart's highest point is maxInWindow.
+func slidingEnvelope(acc []int64, window, bucket, duration int64) []point {
+	pts := make([]point, 0, duration/bucket+1)
+	lo, hi := 0, 0 // acc[lo:hi] are the instants in (t-window, t]
+	for start := int64(0); start < duration; start += bucket {
+		most := 0
+		for t := start; t < min(start+bucket, duration); t++ {
+			for hi < len(acc) && acc[hi] <= t {
+				hi++
+			}
+			for lo < hi && acc[lo] <= t-window {
+				lo++
+			}
+			most = max(most, hi-lo)
+		}
+		pts = append(pts, point{float64(start) / 1000, float64(most)})
+	}
+	return pts
+}
+
+// ceilTo rounds n up to a multiple of step.
+func ceilTo(n, step int) int { return (n + step - 1) / step * step }
+
+// syncIntervalChart draws the seed's delayed-sync table as a chart: the most
+// accepted in the window over the limit against the sync interval, for the
+// seed's model and for limiterd's simulated cluster with and without the
+// budget. Every request lies in one 60 s window, so the most accepted in any
+// 60 s interval is the number accepted.
+func syncIntervalChart(intervals []float64, rate int) (plotFile, error) {
+	seed := series{name: "seed's model: delayed sync", color: colSeed, width: 2, dash: "7 4", markers: true}
+	budget := series{name: "limiterd, per-node budget (default)", color: colLimiterd, width: 2.5, markers: true}
+	none := series{name: "limiterd, no budget", color: colNoBudget, width: 6, markers: true}
+	top := nfr1Ratio
+	for _, iv := range intervals {
+		r := seedDistributed(schemeDelayed, rate, iv, seedLCGSeed)
+		seed.points = append(seed.points, point{iv, ratio(r.accepted, seedLimit)})
+		for _, s := range []*series{&budget, &none} {
+			r, err := limiterdDistributed(limiterdSim(iv, s == &budget), rate, seedLCGSeed)
+			if err != nil {
+				return plotFile{}, fmt.Errorf("plot: sync %g s: %w", iv, err)
+			}
+			s.points = append(s.points, point{iv, ratio(r.accepted, seedLimit)})
+			top = max(top, ratio(r.accepted, seedLimit))
+		}
+		top = max(top, ratio(r.accepted, seedLimit))
+	}
+	c := chart{
+		title: "Overshoot against the sync interval",
+		subtitle: fmt.Sprintf("%d nodes, one client at %d/s for one 60 s window (%d requests) on nodes drawn by the seed's LCG; limiterd's lines run the real counter, limiter and Syncer.",
+			distNodes, rate, rate*distWindowS),
+		x: axis{label: "sync interval (s, log scale)", min: intervals[0] * 0.75, max: intervals[len(intervals)-1] * 1.3, log: true},
+		y: ratioAxis(top),
+		// No budget underneath, drawn wide: where the two limiterd lines
+		// coincide it shows as a border around the budget's line.
+		series: []series{none, budget, seed},
+		hlines: limitLines(1),
+	}
+	for _, iv := range intervals {
+		c.x.ticks = append(c.x.ticks, tick{iv, strconv.FormatFloat(iv, 'f', -1, 64)})
+	}
+	return plotFile{"cluster-sync-interval.svg", c}, nil
+}
+
+// clientRateChart draws the NFR1 table of limitsim burst: the most admitted
+// in any 60 s interval over the limit against the client's rate, without
+// the budget and with the default floor, and the bound derived for any rate.
+func clientRateChart(rates []float64, durationMs int64) (plotFile, error) {
+	p := burstPlan{durationMs: durationMs, rates: rates, settings: []burstSetting{noBudget(), floor1()}}
+	br, err := p.run()
+	if err != nil {
+		return plotFile{}, fmt.Errorf("plot: %w", err)
+	}
+	none := series{name: "no budget", color: colNoBudget, width: 2.5, markers: true}
+	budget := series{name: "per-node budget, floor 1 (default)", color: colLimiterd, width: 2.5, markers: true}
+	top := nfr1Ratio
+	for i, rate := range rates {
+		for j, s := range []*series{&none, &budget} {
+			v := ratio(br.nfr1[i][j].maxInWindow, seedLimit)
+			s.points = append(s.points, point{rate, v})
+			top = max(top, v)
+		}
+	}
+	bound := float64(clusterBound(floor1().sim())) / seedLimit
+	sc := defaultSimConfig()
+	c := chart{
+		title: "Overshoot against the client's rate",
+		subtitle: fmt.Sprintf("%d nodes syncing every %g s, one client at a steady rate for %d s on nodes drawn by the seed's LCG; real counter, limiter and Syncer.",
+			sc.nodes, sc.sync.Seconds(), durationMs/1000),
+		x:      axis{label: "client rate (requests/s, log scale)", min: rates[0] * 0.7, max: rates[len(rates)-1] * 1.4, log: true},
+		y:      ratioAxis(top),
+		series: []series{none, budget},
+		hlines: append(limitLines(1), hline{y: bound, label: fmt.Sprintf("bound derived for the budget, any rate: %.3f", bound), color: colLimiterd, dash: dashBound}),
+	}
+	for _, v := range []float64{10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000} {
+		if v >= c.x.min && v <= c.x.max {
+			c.x.ticks = append(c.x.ticks, tick{v, rateLabel(v)})
+		}
+	}
+	return plotFile{"cluster-client-rate.svg", c}, nil
+}
+
+// ratioAxis is the y axis of the cluster charts, from 0.9 to a little
+// above top.
+func ratioAxis(top float64) axis {
+	hi := math.Ceil(top*1.05*10) / 10
+	return axis{label: "most accepted in any 60 s ÷ limit", min: 0.9, max: hi}
+}
+
+// rateLabel writes 1000 as "1k".
+func rateLabel(v float64) string {
+	if v >= 1000 {
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// plotSeed builds the plan's charts and writes them into dir.
+func plotSeed(dir string, p plotPlan) error {
+	files, err := buildPlots(p)
+	if err != nil {
+		return err
+	}
+	return writePlots(dir, files)
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// scaleSyncMessageBytes is the largest sync message limiterd sends by
+// default: one UDP datagram of 1,400 bytes less memberlist's framing
+// (cluster.Config's datagramMessageBytes without label or gossip key). The
+// simulation cuts messages where limiterd does, so its message counts are
+// limiterd's.
+const scaleSyncMessageBytes = 1400 - 1 - 5
+
+// scaleAntiEntropy is cluster.DefaultConfig().AntiEntropyInterval.
+const scaleAntiEntropy = time.Second
+
+// scaleEpochMs is true time 0 of the simulation, as unix ms: 2026-01-01
+// 00:00 UTC. Slice starts and send times are then as large as a real
+// cluster's, and msgpack encodes them in as many bytes (9, where instants
+// near 1970 would take 3 to 5). It is a multiple of every interval used.
+const scaleEpochMs = 1_767_225_600_000
+
+// scaleTime is the instant at true time t (ms since scaleEpochMs).
+func scaleTime(t int64) time.Time { return time.UnixMilli(scaleEpochMs + t) }
+
+// scaleRun is one cluster size of limitsim scale: N nodes, each with
+// limiterd's real counter (cluster mode, counter.DefaultClusterConfig),
+// limiter and cluster.Syncer (configured as limiterd's Node configures it
+// for UDP), the load spread over them. Every sync interval every node
+// ticks, every anti-entropy interval it sends its hot keys or a
+// heartbeat, and every message goes to every peer at the same instant.
+//
+// During the warm-up only node 0 receives: the other nodes' merges cannot
+// change what they send (a node sends only the slices it counted itself)
+// nor, for keys far from their limit, what they admit, and skipping them
+// takes the warm-up from N² to N merges per change
+// (TestScaleWarmupOnlyNode0Receives checks that the figures are the same).
+// During the measurement every node receives every message.
+type scaleRun struct {
+	cfg      scaleConfig
+	n        int
+	rate     int64 // checks per second, all nodes together
+	nodes    []*scaleNode
+	syncMs   int64
+	aeMs     int64
+	fullWarm bool // every node receives during the warm-up too (tests)
+	all      bool // every node receives (else node 0 only)
+	measure  bool // past the warm-up: traffic and time are counted
+	traffic  scaleTraffic
+	keyNames []string
+	clients  []*scaleClient
+}
+
+// scaleNode is one node and what it did during the measurement.
+type scaleNode struct {
+	c   *counter.Counter
+	lim *limiter.Limiter
+	syn *cluster.Syncer
+	out [][]byte // the messages of the current round
+	// Wall-clock time inside the Syncer during the measurement: Tick
+	// (collecting the changes and encoding them), Hot (anti-entropy:
+	// scanning for hot keys and encoding them) and Receive (decoding and
+	// merging).
+	tickNs, hotNs, receiveNs int64
+	start, end               syncCounts
+}
+
+// syncCounts is a snapshot of a Syncer's counters.
+type syncCounts struct {
+	msgs, bytes, merged, ignored uint64
+}
+
+func countsOf(s *cluster.Syncer) syncCounts {
+	return syncCounts{
+		msgs: s.Stats.MessagesReceived.Load(), bytes: s.Stats.BytesReceived.Load(),
+		merged: s.Stats.EntriesMerged.Load(), ignored: s.Stats.EntriesIgnored.Load(),
+	}
+}
+
+// scaleTraffic is what all nodes sent during the measurement. Every copy
+// to every peer counts: one message to N-1 peers is N-1 messages sent.
+type scaleTraffic struct {
+	deltaMsgs, deltaBytes int64 // Tick's messages
+	aeMsgs, aeBytes       int64 // anti-entropy: Hot's messages, or the heartbeat when it has none
+	checks                int64 // requests checked, all keys
+	bgRejected            int64 // background requests rejected, warm-up included (expected: none)
+}
+
+// scaleClient is an extra client with its own arrival pattern (tests):
+// request i at at[i] on node(i), after the background requests of that
+// millisecond, its decisions tallied against the truth.
+type scaleClient struct {
+	key  string
+	at   []int64
+	node func(int) int
+	next int
+	ty   *tally
+}
+
+// newScaleRun builds n nodes named "node-0", "node-1"... with limiterd's
+// defaults: counter.DefaultConfig, counter.DefaultClusterConfig (budget
+// on) and cluster.DefaultSyncConfig with limiterd's datagram size.
+func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
+	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
+		Name:   simRule,
+		Limits: []limiter.LimitSpec{{Policy: simRule, Limit: seedLimit, Window: seedWindowMs * time.Millisecond, Slices: seedSlices}},
+	}}}
+	r := &scaleRun{cfg: cfg, n: n, rate: cfg.totalRate(n), aeMs: scaleAntiEntropy.Milliseconds()}
+	for i := range n {
+		name := "node-" + strconv.Itoa(i)
+		c, err := counter.New(counter.DefaultConfig())
+		if err != nil {
+			return nil, err
+		}
+		cc := counter.DefaultClusterConfig(name)
+		cc.Nodes = n
+		if err := c.SetCluster(cc); err != nil {
+			return nil, err
+		}
+		r.syncMs = cc.SyncInterval.Milliseconds()
+		lim, err := limiter.New(c, rs)
+		if err != nil {
+			return nil, err
+		}
+		sc := cluster.DefaultSyncConfig(name)
+		sc.MaxMessageBytes = scaleSyncMessageBytes
+		syn, err := cluster.NewSyncer(c, sc)
+		if err != nil {
+			return nil, err
+		}
+		r.nodes = append(r.nodes, &scaleNode{c: c, lim: lim, syn: syn})
+	}
+	r.keyNames = make([]string, cfg.keys)
+	for i := range r.keyNames {
+		// As cluster's BenchmarkSyncTransport names them: 13 bytes each.
+		r.keyNames[i] = "client-" + strconv.Itoa(100000+i)
+	}
+	return r, nil
+}
+
+// run drives the load for the warm-up and the measured seconds. The
+// background request i is at floor(i*1000/rate) ms on node i mod N (each
+// node takes rate/N a second) for the key the seed's LCG draws, uniformly
+// among the keys: every key gets the same average traffic, keys/rate
+// seconds apart (HS1, HS2: 12 requests a minute).
+func (r *scaleRun) run() error {
+	warm := r.cfg.warmup.Milliseconds()
+	end := warm + r.cfg.seconds*1000
+	keys := newLCG(r.cfg.seed)
+	r.all = r.fullWarm
+	if warm == 0 {
+		r.startMeasuring()
+	}
+	var d limiter.Decision
+	i := int64(0)
+	for t := int64(0); ; t++ {
+		if t > 0 && t%r.syncMs == 0 {
+			// The tick at the end of the warm-up sends the warm-up's last
+			// changes: it belongs to the warm-up.
+			if err := r.sync(t); err != nil {
+				return err
+			}
+			if t == warm {
+				r.startMeasuring()
+			}
+		}
+		if t == end {
+			r.stopMeasuring()
+			return nil
+		}
+		for ; i*1000/r.rate == t; i++ {
+			k := r.keyNames[int(keys.next()*float64(len(r.keyNames)))]
+			if err := r.nodes[int(i%int64(r.n))].lim.Check(scaleTime(t), limiter.Request{Key: k, Hits: 1}, &d); err != nil {
+				return err
+			}
+			if r.measure {
+				r.traffic.checks++
+			}
+			if !d.Allowed {
+				r.traffic.bgRejected++
+			}
+		}
+		for _, c := range r.clients {
+			for ; c.next < len(c.at) && c.at[c.next] == t; c.next++ {
+				if err := r.nodes[c.node(c.next)].lim.Check(scaleTime(t), limiter.Request{Key: c.key, Hits: 1}, &d); err != nil {
+					return err
+				}
+				c.ty.record(t, c.key, d.Allowed, d.Untracked)
+				if r.measure {
+					r.traffic.checks++
+				}
+			}
+		}
+	}
+}
+
+// sync runs the sync work due at true time t, a multiple of the sync
+// interval: every node ticks and its messages reach every peer; then, at
+// multiples of the anti-entropy interval, every node sends its hot keys
+// (or a heartbeat) the same way. All nodes tick at the same instant and
+// messages take no time, as in limitsim burst's base cluster.
+func (r *scaleRun) sync(t int64) error {
+	now := scaleTime(t)
+	tick := func(nd *scaleNode) ([][]byte, error) {
+		start := time.Now()
+		msgs, err := nd.syn.Tick(now)
+		nd.tickNs += r.since(start)
+		return msgs, err
+	}
+	if err := r.round(now, tick, &r.traffic.deltaMsgs, &r.traffic.deltaBytes); err != nil {
+		return err
+	}
+	if t%r.aeMs != 0 {
+		return nil
+	}
+	return r.round(now, r.antiEntropy(now), &r.traffic.aeMsgs, &r.traffic.aeBytes)
+}
+
+// antiEntropy returns what limiterd's Node sends every anti-entropy
+// interval: the Syncer's hot keys, or with none an empty state message,
+// a heartbeat. The heartbeat is built from a hello, which has the same
+// empty body: the kind is the first byte of every message
+// (cluster/codec.go), so the size and the decoding are limiterd's.
+func (r *scaleRun) antiEntropy(now time.Time) func(*scaleNode) ([][]byte, error) {
+	return func(nd *scaleNode) ([][]byte, error) {
+		start := time.Now()
+		msgs, err := nd.syn.Hot(now)
+		nd.hotNs += r.since(start)
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+		hb, err := nd.syn.Hello(now)
+		if err != nil {
+			return nil, err
+		}
+		hb[0][0] = 'S'
+		return hb, nil
+	}
+}
+
+// round makes every node produce its messages, counts each copy to each
+// peer into msgs and bytes while measuring, and delivers them: to every
+// node, or to node 0 alone during a warm-up that is not full. Receivers
+// take the messages in sender order.
+func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, error), msgs, bytes *int64) error {
+	err := r.eachNode(r.n, func(i int) error {
+		nd := r.nodes[i]
+		var err error
+		nd.out, err = produce(nd)
+		if err != nil {
+			return fmt.Errorf("node-%d: %w", i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.measure {
+		peers := int64(r.n - 1)
+		for _, nd := range r.nodes {
+			for _, m := range nd.out {
+				*msgs += peers
+				*bytes += peers * int64(len(m))
+			}
+		}
+	}
+	receivers := 1
+	if r.all {
+		receivers = r.n
+	}
+	return r.eachNode(receivers, func(j int) error {
+		nd := r.nodes[j]
+		start := time.Now()
+		for i, from := range r.nodes {
+			if i == j {
+				continue
+			}
+			for _, m := range from.out {
+				if _, _, err := nd.syn.Receive(now, m); err != nil {
+					return fmt.Errorf("node-%d receiving from node-%d: %w", j, i, err)
+				}
+			}
+		}
+		nd.receiveNs += r.since(start)
+		return nil
+	})
+}
+
+// since is the wall time from start while measuring, 0 otherwise.
+func (r *scaleRun) since(start time.Time) int64 {
+	if !r.measure {
+		return 0
+	}
+	return time.Since(start).Nanoseconds()
+}
+
+// eachNode runs f for the nodes 0..n-1, spread over GOMAXPROCS
+// goroutines: worker k takes nodes k, k+W, k+2W... Each node is touched
+// by one goroutine only, in the same order as sequentially, so the
+// results do not depend on scheduling; only the wall-clock times do.
+func (r *scaleRun) eachNode(n int, f func(i int) error) error {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w == 1 {
+		for i := range n {
+			if err := f(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k := range w {
+		wg.Go(func() {
+			for i := k; i < n; i += w {
+				if err := f(i); err != nil {
+					errs[k] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startMeasuring begins counting traffic and time; from now on every node
+// receives.
+func (r *scaleRun) startMeasuring() {
+	r.measure, r.all = true, true
+	for _, nd := range r.nodes {
+		nd.start = countsOf(nd.syn)
+	}
+}
+
+func (r *scaleRun) stopMeasuring() {
+	r.measure = false
+	for _, nd := range r.nodes {
+		nd.end = countsOf(nd.syn)
+	}
+}
+
+// received returns what node i received during the measurement:
+// messages, bytes, entries decoded and entries merged (that raised a
+// count or added a slice).
+func (nd *scaleNode) received() (msgs, bytes, entries, merged int64) {
+	s, e := nd.start, nd.end
+	merged = int64(e.merged - s.merged)
+	return int64(e.msgs - s.msgs), int64(e.bytes - s.bytes), merged + int64(e.ignored-s.ignored), merged
+}
+
+// state returns what node i holds at true time t: the (limit, key) pairs
+// it tracks and the live slices of all origins (its own and its peers').
+func (r *scaleRun) state(i int, t int64) (pairs, slices int64) {
+	nd := r.nodes[i]
+	now := scaleTime(t)
+	var buf []counter.Entry
+	for j := range r.n {
+		buf = nd.c.AppendState(buf[:0], now, "node-"+strconv.Itoa(j), 0)
+		slices += int64(len(buf))
+	}
+	return int64(nd.c.Stats().Keys), slices
+}
+
+// dropHeap returns the live heap that node i (its counter, limiter and
+// Syncer) holds, measured as what a garbage collection frees once the
+// node is dropped; the node is unusable afterwards. Nothing else may run.
+func (r *scaleRun) dropHeap(i int) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r.nodes[i] = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// The other nodes must stay reachable until now, or the collection
+	// frees them too.
+	runtime.KeepAlive(r)
+	if after.HeapAlloc > before.HeapAlloc {
+		return 0
+	}
+	return before.HeapAlloc - after.HeapAlloc
+}
