@@ -1,0 +1,265 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// seedSpreadMs is the seed's layout of a burst (hiz/pencere.mjs), in its
+// own integer arithmetic: request i of n at start + floor(i*5000/n) ms.
+func seedSpreadMs(start int64, n int) []int64 {
+	at := make([]int64, n)
+	for i := range at {
+		at[i] = start + int64(i)*5000/int64(n)
+	}
+	return at
+}
+
+func millis(at []time.Duration) []int64 {
+	out := make([]int64, len(at))
+	for i, t := range at {
+		out[i] = t.Milliseconds()
+	}
+	return out
+}
+
+// TestSeedPatternsExact pins the three window patterns at the seed's own
+// scale (600 per 60 s, 180 s) to its request counts and instants.
+func TestSeedPatternsExact(t *testing.T) {
+	var steady, edge, inter []int64
+	for i := range int64(3600) {
+		steady = append(steady, i*50)
+	}
+	for _, e := range []int64{60_000, 120_000} {
+		edge = append(edge, seedSpreadMs(e-5000, 600)...)
+		edge = append(edge, seedSpreadMs(e, 600)...)
+	}
+	for k := range int64(3) {
+		inter = append(inter, seedSpreadMs(k*60_000, 600)...)
+	}
+	tests := []struct {
+		name string
+		got  []time.Duration
+		want []int64
+	}{
+		{"steady 2x", steadyTimes(600, time.Minute, 2, 3*time.Minute), steady},
+		{"edge-burst", edgeBurstTimes(600, time.Minute), edge},
+		{"intermittent", intermittentTimes(600, time.Minute), inter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.got) != len(tt.want) {
+				t.Fatalf("%d requests, want %d", len(tt.got), len(tt.want))
+			}
+			if got := millis(tt.got); !slices.Equal(got, tt.want) {
+				for i := range got {
+					if got[i] != tt.want[i] {
+						t.Fatalf("request %d at %d ms, want %d ms", i, got[i], tt.want[i])
+					}
+				}
+			}
+			if !slices.IsSorted(tt.got) {
+				t.Error("instants not in order")
+			}
+		})
+	}
+}
+
+// TestSeedPatternsScaled checks that a shorter window scales every instant
+// of the seed by window/60 s (to the nanosecond the integer layout loses)
+// and keeps the request counts.
+func TestSeedPatternsScaled(t *testing.T) {
+	for _, w := range []time.Duration{10 * time.Second, 6 * time.Second, 1500 * time.Millisecond} {
+		scale := float64(w) / float64(time.Minute)
+		for _, tt := range []struct {
+			name       string
+			seed, got  []time.Duration
+			wantCount  int
+			wantLastLT time.Duration
+		}{
+			{"steady 2x", steadyTimes(600, time.Minute, 2, 3*time.Minute), steadyTimes(600, w, 2, 3*w), 3600, 3 * w},
+			{"edge-burst", edgeBurstTimes(600, time.Minute), edgeBurstTimes(600, w), 2400, 2*w + w/12},
+			{"intermittent", intermittentTimes(600, time.Minute), intermittentTimes(600, w), 1800, 2*w + w/12},
+		} {
+			if len(tt.got) != tt.wantCount || len(tt.seed) != tt.wantCount {
+				t.Fatalf("%v %s: %d requests (seed scale %d), want %d", w, tt.name, len(tt.got), len(tt.seed), tt.wantCount)
+			}
+			for i := range tt.got {
+				want := float64(tt.seed[i]) * scale
+				if d := float64(tt.got[i]) - want; d < -2 || d > 2 {
+					t.Fatalf("%v %s: request %d at %v, want %v scaled from %v", w, tt.name, i, tt.got[i], time.Duration(want), tt.seed[i])
+				}
+			}
+			if last := tt.got[len(tt.got)-1]; last >= tt.wantLastLT {
+				t.Errorf("%v %s: last request at %v, want before %v", w, tt.name, last, tt.wantLastLT)
+			}
+		}
+	}
+}
+
+func TestSteadyFactors(t *testing.T) {
+	tests := []struct {
+		limit  int
+		window time.Duration
+		factor float64
+		d      time.Duration
+		n      int
+		step   time.Duration
+	}{
+		{600, time.Minute, 1, time.Minute, 600, 100 * time.Millisecond},                 // the seed's 10/s for one window
+		{600, time.Minute, 9, time.Minute, 5400, time.Second / 90},                      // the seed's 90/s
+		{600, 10 * time.Second, 0.9, 20 * time.Second, 1080, time.Second / 54},          // e2e's 0.9x
+		{60, 10 * time.Second, 9, 20 * time.Second, 1080, time.Second / 54},             // e2e's 9x of 60
+		{600, 10 * time.Second, 2, 30 * time.Second, 3600, 10 * time.Second / 1200},     // steady 2x, 10 s window
+		{7, time.Second, 3, 1500 * time.Millisecond, 32, time.Second / 21},              // not a whole number of requests
+		{1, time.Hour, 1, 30 * time.Minute, 1, time.Hour},                               // one request
+		{100, time.Second, 1000, 10 * time.Millisecond, 1000, time.Second / 100 / 1000}, // 100,000/s
+	}
+	for _, tt := range tests {
+		at := steadyTimes(tt.limit, tt.window, tt.factor, tt.d)
+		if len(at) != tt.n {
+			t.Errorf("%+v: %d requests, want %d", tt, len(at), tt.n)
+			continue
+		}
+		if at[0] != 0 || at[len(at)-1] >= tt.d {
+			t.Errorf("%+v: from %v to %v, want [0, %v)", tt, at[0], at[len(at)-1], tt.d)
+		}
+		if len(at) > 1 {
+			if d := at[1] - at[0]; d < tt.step-1 || d > tt.step+1 {
+				t.Errorf("%+v: step %v, want %v", tt, d, tt.step)
+			}
+		}
+	}
+}
+
+func TestCapTimes(t *testing.T) {
+	at := intermittentTimes(600, 10*time.Second)
+	if got := capTimes(at, 10*time.Second); len(got) != 600 {
+		t.Errorf("one window of intermittent: %d requests, want 600", len(got))
+	}
+	if got := capTimes(at, time.Hour); len(got) != 1800 {
+		t.Errorf("uncapped: %d, want 1800", len(got))
+	}
+	if got := capTimes(at, 0); len(got) != 0 {
+		t.Errorf("capped at 0: %d, want 0", len(got))
+	}
+}
+
+func drain(s schedule) []arrival {
+	var out []arrival
+	for {
+		a, ok := s.next()
+		if !ok {
+			return out
+		}
+		out = append(out, a)
+	}
+}
+
+func TestPoisson(t *testing.T) {
+	tests := []struct {
+		rate float64
+		d    time.Duration
+		keys int
+		s    float64
+	}{
+		{1000, 10 * time.Second, 0, 0},
+		{40000, time.Second, 200_000, 1.1},
+		{5000, 2 * time.Second, 10, 0},
+	}
+	for _, tt := range tests {
+		var kp *keyPicker
+		if tt.keys > 0 {
+			kp = newKeyPicker(7, tt.keys, tt.s)
+		}
+		got := drain(newPoisson(7, tt.rate, tt.d, kp))
+		want := tt.rate * tt.d.Seconds()
+		// A Poisson count has standard deviation sqrt(want); 5 of them is
+		// a bound a correct generator with this fixed seed stays inside.
+		if n := float64(len(got)); n < want-5*math.Sqrt(want) || n > want+5*math.Sqrt(want) {
+			t.Errorf("%+v: %d arrivals, want about %.0f", tt, len(got), want)
+		}
+		for i, a := range got {
+			if a.at < 0 || a.at >= tt.d || (i > 0 && a.at < got[i-1].at) {
+				t.Fatalf("%+v: arrival %d at %v out of order or range", tt, i, a.at)
+			}
+			if a.key < 0 || (tt.keys == 0 && a.key != 0) || (tt.keys > 0 && int(a.key) >= tt.keys) {
+				t.Fatalf("%+v: arrival %d on key %d", tt, i, a.key)
+			}
+		}
+		// Same seed, same schedule.
+		if again := drain(newPoisson(7, tt.rate, tt.d, func() *keyPicker {
+			if tt.keys > 0 {
+				return newKeyPicker(7, tt.keys, tt.s)
+			}
+			return nil
+		}())); !slices.Equal(again, got) {
+			t.Errorf("%+v: the schedule is not reproducible", tt)
+		}
+	}
+}
+
+// TestZipfSkew checks the skew the keys pattern documents: with s = 1.1
+// over 200,000 keys the hottest key takes about an eighth of the traffic,
+// and uniform picking spreads evenly.
+func TestZipfSkew(t *testing.T) {
+	const draws = 200_000
+	count := func(k *keyPicker) map[int32]int {
+		m := map[int32]int{}
+		for range draws {
+			m[k.pick()]++
+		}
+		return m
+	}
+	z := count(newKeyPicker(1, 200_000, 1.1))
+	if share := float64(z[0]) / draws; share < 0.10 || share > 0.16 {
+		t.Errorf("Zipf 1.1: hottest key has %.3f of the draws, want about 0.13", share)
+	}
+	if z[0] <= z[1] || z[1] <= z[9] {
+		t.Errorf("Zipf 1.1: key 0 %d, key 1 %d, key 9 %d draws: not decreasing", z[0], z[1], z[9])
+	}
+	u := count(newKeyPicker(1, 10, 0))
+	for k := range int32(10) {
+		if share := float64(u[k]) / draws; share < 0.09 || share > 0.11 {
+			t.Errorf("uniform: key %d has %.3f of the draws, want 0.1", k, share)
+		}
+	}
+}
+
+// TestLCGPicker pins --spread lcg to the seed's node choices (computed
+// independently: s = (s*1103515245 + 12345) % 2**32, node = s*8 // 2**32).
+func TestLCGPicker(t *testing.T) {
+	p := newTargetPicker(spreadLCG, seedLCGSeed, 8)
+	for i, want := range []int{1, 5, 6, 5, 0, 3, 4, 7, 4, 4, 6, 6} {
+		if got := p.pick(); got != want {
+			t.Fatalf("draw %d: node %d, want %d", i, got, want)
+		}
+	}
+}
+
+func TestTargetPickers(t *testing.T) {
+	for _, spread := range []string{spreadRandom, spreadRoundRobin, spreadLCG} {
+		p := newTargetPicker(spread, 3, 5)
+		seen := make([]int, 5)
+		for range 5000 {
+			i := p.pick()
+			if i < 0 || i >= 5 {
+				t.Fatalf("%s: target %d of 5", spread, i)
+			}
+			seen[i]++
+		}
+		for i, n := range seen {
+			if n < 800 || n > 1200 {
+				t.Errorf("%s: target %d got %d of 5000", spread, i, n)
+			}
+		}
+	}
+	rr := newTargetPicker(spreadRoundRobin, 0, 3)
+	for i := range 7 {
+		if got := rr.pick(); got != i%3 {
+			t.Errorf("round-robin pick %d = %d", i, got)
+		}
+	}
+}
