@@ -5,10 +5,10 @@ HTTP_ADDR ?= 127.0.0.1:8080
 RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 
-.PHONY: help build run run-one test lint vet race fuzz bench seed clean
+.PHONY: help build run run-one test lint vet race fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 plots seed clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build limiterd and limitsim into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -38,10 +38,38 @@ fuzz: ## run every fuzz target for $(FUZZTIME) each
 	  done; \
 	done
 
-bench: ## the benchmarks behind BENCHMARKS.md
-	$(GO) test ./counter -run '^$$' -bench . -benchtime 2s -cpu 1,2
+bench: bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
+
+bench-micro: ## counter, limiter and handler micro-benchmarks
+	$(GO) test ./counter -run '^$$' -bench . -benchtime 2s -cpu 1,2 -count 3
 	$(GO) test ./limiter ./httpapi -run '^$$' -bench . -benchtime 2s
+
+bench-loopback: ## /check vs a no-op handler over loopback with wrk (DURATION, CONNS, KEYS, ROUNDS)
 	scripts/bench-loopback.sh
+
+bench-sync: ## sync traffic of 3 and 8 in-process nodes at HS2 load
+	$(GO) test ./cluster -run '^$$' -bench SyncTransport -benchtime 50x
+	BENCH_NODES=8 $(GO) test ./cluster -run '^$$' -bench 'SyncTransport/nodes=8/(alone|udp|tcp)$$' -benchtime 50x
+
+bench-sim: build ## limitsim: seed tables, cross-node burst, cluster scale, charts
+	$(BIN)/limitsim seed
+	$(BIN)/limitsim burst
+	$(BIN)/limitsim scale
+	$(BIN)/limitsim seed --plot docs/img >/dev/null
+
+bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
+	LIMITERD_E2E_LONG=1 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
+	LIMITERD_E2E_LONG=1 LIMITERD_E2E_LIMIT=600 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
+	LIMITERD_E2E_NODES=8 $(GO) test ./e2e -count=1 -run TestClusterEndToEnd -v
+
+bench-cluster: build ## the seed's experiments against a real 8-node cluster with limitload (WINDOW, LIMIT)
+	scripts/bench-cluster.sh
+
+bench-hs2: build ## HS2 on this machine: 8 nodes, 200,000 keys (RATE, DURATION)
+	scripts/bench-hs2.sh
+
+plots: build ## regenerate the charts in docs/img
+	$(BIN)/limitsim seed --plot docs/img >/dev/null
 
 seed: build ## print the seed's tables with limiterd's rows
 	$(BIN)/limitsim seed

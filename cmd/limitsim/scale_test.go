@@ -250,6 +250,7 @@ func TestScaleCommandLine(t *testing.T) {
 		{"no keys", []string{"scale", "--keys", "0"}, exitUsage, "", "keys must be between"},
 		{"no rate", []string{"scale", "--rate", "0"}, exitUsage, "", "rate must be between"},
 		{"negative per node", []string{"scale", "--rate-per-node", "-1"}, exitUsage, "", "rate per node must be between"},
+		{"both rates", []string{"scale", "--rate", "100", "--rate-per-node", "10"}, exitUsage, "", "not both"},
 		{"no seconds", []string{"scale", "--seconds", "0"}, exitUsage, "", "seconds must be between"},
 		{"odd warm-up", []string{"scale", "--warmup", "150ms"}, exitUsage, "", "multiple of the sync interval"},
 		{"big seed", []string{"scale", "--seed", "4294967296"}, exitUsage, "", "--seed must be at most 4294967295"},

@@ -46,17 +46,20 @@ It prints, per node and per second of model time:
                 entry on the wire, and the messages of the whole cluster
   node 0        the (limit, key) pairs and slices it holds at the end, its
                 live heap (what a GC frees when it is dropped), and the
-                wall-clock time inside its Syncer: Tick and Hot (collect and
-                encode), Receive (decode and merge); then the mean over all
-                nodes. These depend on the machine and its load.
+                wall-clock time inside its Syncer: Tick (collect, encode),
+                Hot (anti-entropy), Receive (decode, merge), also per entry
+                sent and received. Heap and times depend on the machine and
+                its load; the rest is deterministic.
   accuracy      a client at 9x its limit (90/s) and one at 0.9x (9/s), each
                 alone for 180 s on a fresh cluster of N nodes, each request
                 on the node the seed's LCG draws: the most admitted in any
                 60 s interval (NFR1 allows 660) and false rejections (NFR2
-                allows none)
+                allows none); the adversarial burst of docs/blind-interval.md
+                and the bound it approaches, L + N x f + N x T
 
-The default run takes a few minutes and about 4 GB of memory (128 nodes
-holding 10 s of the load's state each). docs/scaling.md explains the figures.
+The default run takes about five minutes on two cores and up to 9 GB of
+memory (at 128 nodes the other 127 hold 10 s of their peers' counts each).
+docs/scaling.md explains the figures.
 
 Flags:
 `)
@@ -72,6 +75,15 @@ Flags:
 		return usageError(fs, stderr, "--seed must be at most %d, got %d", uint32(math.MaxUint32), seed)
 	}
 	cfg.nodes, cfg.seed = nodes, uint32(seed)
+	both := 0
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "rate" || f.Name == "rate-per-node" {
+			both++
+		}
+	})
+	if both == 2 {
+		return usageError(fs, stderr, "give --rate or --rate-per-node, not both")
+	}
 	if err := cfg.validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
