@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build limiterd and limitsim into ./bin
+build: ## build limiterd, limitsim and limitload into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 run: build ## start an 8-node cluster on 127.0.0.1 (HTTP 8081-8088) with $(RULES); Ctrl-C stops it
