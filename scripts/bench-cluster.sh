@@ -45,7 +45,12 @@ to_ms() { # 10s, 1500ms, 1m -> milliseconds
   esac
 }
 window_ms=$(to_ms "$WINDOW")
-SYNCS=${SYNCS:-"$((200 * window_ms / 60000))ms 200ms"}
+scaled_sync=$((200 * window_ms / 60000))ms
+if [ "$scaled_sync" = 200ms ]; then
+  SYNCS=${SYNCS:-200ms}
+else
+  SYNCS=${SYNCS:-"$scaled_sync 200ms"}
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-cluster.XXXXXX")
 OUT=${OUT:-$work/out}

@@ -9,14 +9,20 @@
 # If RATE is not sustained (achieved under 97 % of it, errors, or a p99
 # response time, counted from each request's scheduled instant, of P99_MS or
 # more) it steps down through STEPS (STEP_DURATION each) to the highest rate
-# that is, and tries once halfway between that and the last failure. Then,
-# with PROFILE=1, it runs PROFILE_SECONDS more at the highest sustained rate
-# while it takes a CPU profile of node 1 (limiterd -pprof-addr) and, if perf
-# works, a system-wide sample by command (who takes the two cores).
+# that is, and tries once halfway between that and the last failure. Every
+# run also breaks latency down by the phase of the send instant within the
+# nodes' aligned sync ticks (limitload --phase). Then, with PROFILE=1, it runs
+# PROFILE_SECONDS more at PROFILE_RATE (default: the highest rate whose
+# throughput was sustained, whatever its latency) while it takes a CPU
+# profile of node 1 (limiterd -pprof-addr) and, if perf works, a system-wide
+# sample by command (who takes the two cores).
 #
 #   scripts/bench-hs2.sh                              # 40,000/s for 60 s, then steps: up to ~6 min
 #   DURATION=20s STEP_DURATION=10s scripts/bench-hs2.sh
 #   RATE=10000 STEPS= PROFILE=0 scripts/bench-hs2.sh  # one run, nothing else
+#
+# The "other CPU" column is the machine's busy time not spent by the nodes or
+# limitload: anything else running beside the benchmark distorts it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +37,7 @@ ZIPF_S=${ZIPF_S:-1.1}
 CONNS=${CONNS:-16}
 PROFILE=${PROFILE:-1}
 PROFILE_SECONDS=${PROFILE_SECONDS:-15}
+PROFILE_RATE=${PROFILE_RATE:-} # default: the highest rate whose throughput was sustained
 SYNC=${SYNC:-200ms} # the nodes' -sync-interval; limitload breaks latency down by its phase
 HTTP_BASE=${HTTP_BASE:-18180}
 GOSSIP_BASE=${GOSSIP_BASE:-18040}
@@ -224,7 +231,7 @@ if [ "$PROFILE" = 1 ]; then
       if [ -z "$prate" ] || [ "$t" -gt "$prate" ]; then prate=$t; fi
     fi
   done
-  prate=${prate:-${best:-$RATE}}
+  prate=${PROFILE_RATE:-${prate:-${best:-$RATE}}}
   echo
   echo "## Where the time goes, at $prate/s"
   "$bin/limitload" --targets "$targets" --pattern keys --keys "$KEYS" --zipf-s "$ZIPF_S" --rate "$prate" \
@@ -268,16 +275,19 @@ if [ "$PROFILE" = 1 ]; then
     echo "| --- | --- | --- |"
     total=$(go tool pprof -top -nodecount=1 "$bin/limiterd" "$OUT/node1.pprof" 2>/dev/null | grep "Total samples")
     while IFS='|' read -r label focus; do
-      share=$(go tool pprof -top -nodecount=1 -focus="$focus" "$bin/limiterd" "$OUT/node1.pprof" 2>/dev/null |
+      # All nodes shown, so that "accounting for" is every sample the focus keeps.
+      share=$(go tool pprof -top -nodecount=1000000 -focus="$focus" "$bin/limiterd" "$OUT/node1.pprof" 2>/dev/null |
         awk '/Showing nodes accounting for/ { gsub(",", ""); for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $i; exit } }')
       echo "| $label | \`${focus//|/\\|}\` | ${share:-0%} |"
     done <<'EOF'
-HTTP server: connection read/write, parsing|net/http\.\(\*conn\)\.serve
-  of which /check handler (httpapi)|httpapi\.
-  of which limiter + counter|limiter\.\(\*Limiter\)|counter\.
-cluster sync: encode, send, receive, merge|cluster\.|memberlist
-garbage collector|runtime\.gcBgMarkWorker|runtime\.mallocgc
-scheduler, netpoll, idle|runtime\.findRunnable|runtime\.netpoll|runtime\.schedule
+HTTP server: connection read/write, parsing, /check|net/http\.\(\*conn\)\.serve
+  of which the /check handler (httpapi, limiter, counter)|httpapi\.
+  of which limiter + counter|limiter\.\(\*Limiter\)|counter\.\(\*Counter\)\.Allow
+sync received: decode + merge (Syncer.Receive)|cluster\.\(\*Syncer\)\.Receive
+sync sent: ticks, anti-entropy (syncLoop)|cluster\.\(\*Node\)\.syncLoop
+  of which anti-entropy (Syncer.Hot)|cluster\.\(\*Syncer\)\.Hot
+garbage collector (background mark)|runtime\.gcBgMarkWorker
+allocation (mallocgc, incl. assists)|runtime\.mallocgc
 syscalls (read/write/sendto)|syscall\.Syscall|internal/runtime/syscall
 EOF
     echo
