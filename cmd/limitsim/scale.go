@@ -88,12 +88,12 @@ type scaleRow struct {
 	allRecvMsgs, allRecvBytes int64
 	// Node 0 at the end: tracked (limit, key) pairs and live slices.
 	pairs, slices int64
-	// With cost: node 0's live heap and its Syncer's wall time over the
-	// measurement, in ns. The other nodes' is not reported: they did not
-	// receive during the warm-up, so they hold less state than a node in
-	// steady state does.
+	// With cost: node 0's live heap and its Syncer's time over the
+	// measurement. The other nodes' is not reported: they did not receive
+	// during the warm-up, so they hold less state than a node in steady
+	// state does.
 	heap                          uint64
-	tickNs, hotNs, receiveNs      int64
+	syncTick, syncHot, syncRecv   syncTime
 	hot, compliant                clientRun
 	hotRate, compliantRate, accMs int64
 	// burst is the adversarial pattern that reaches the derived bound:
@@ -156,7 +156,7 @@ func runScaleSize(cfg scaleConfig, n int) (scaleRow, error) {
 	row.pairs, row.slices = r.state(0, end)
 	if cfg.cost {
 		nd := r.nodes[0]
-		row.tickNs, row.hotNs, row.receiveNs = nd.tickNs, nd.hotNs, nd.receiveNs
+		row.syncTick, row.syncHot, row.syncRecv = nd.tick, nd.hot, nd.receive
 		row.heap = r.dropHeap(0)
 	}
 

@@ -214,8 +214,13 @@ func TestScaleCost(t *testing.T) {
 	if row.heap < uint64(12*row.slices) || row.heap > uint64(10_000*row.pairs) {
 		t.Errorf("node 0's heap %d bytes for %d pairs and %d slices", row.heap, row.pairs, row.slices)
 	}
-	if row.tickNs <= 0 || row.hotNs <= 0 || row.receiveNs <= 0 {
-		t.Errorf("Syncer times not measured: tick %d, hot %d, receive %d ns", row.tickNs, row.hotNs, row.receiveNs)
+	for _, st := range []syncTime{row.syncTick, row.syncHot, row.syncRecv} {
+		if st.wall <= 0 || st.cpuOK && st.cpu < 0 {
+			t.Errorf("Syncer times not measured: tick %+v, hot %+v, receive %+v", row.syncTick, row.syncHot, row.syncRecv)
+		}
+	}
+	if _, ok := threadCPU(); ok && (!row.syncRecv.cpuOK || row.syncRecv.cpu <= 0) {
+		t.Errorf("thread CPU time is available but was not measured: %+v", row.syncRecv)
 	}
 	var out bytes.Buffer
 	if err := writeScale(&out, cfg, []scaleRow{row}); err != nil {

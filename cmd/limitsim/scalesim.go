@@ -65,12 +65,11 @@ type scaleNode struct {
 	lim *limiter.Limiter
 	syn *cluster.Syncer
 	out [][]byte // the messages of the current round
-	// Wall-clock time inside the Syncer during the measurement: Tick
-	// (collecting the changes and encoding them), Hot (anti-entropy:
-	// scanning for hot keys and encoding them) and Receive (decoding and
-	// merging).
-	tickNs, hotNs, receiveNs int64
-	start, end               syncCounts
+	// Time inside the Syncer during the measurement: Tick (collecting the
+	// changes and encoding them), Hot (anti-entropy: scanning for hot keys
+	// and encoding them) and Receive (decoding and merging).
+	tick, hot, receive syncTime
+	start, end         syncCounts
 }
 
 // syncCounts is a snapshot of a Syncer's counters.
@@ -210,9 +209,9 @@ func (r *scaleRun) run() error {
 func (r *scaleRun) sync(t int64) error {
 	now := scaleTime(t)
 	tick := func(nd *scaleNode) ([][]byte, error) {
-		start := time.Now()
+		w := r.startWatch()
 		msgs, err := nd.syn.Tick(now)
-		nd.tickNs += r.since(start)
+		w.stop(&nd.tick)
 		return msgs, err
 	}
 	if err := r.round(now, tick, &r.traffic.deltaMsgs, &r.traffic.deltaBytes); err != nil {
@@ -231,9 +230,9 @@ func (r *scaleRun) sync(t int64) error {
 // (cluster/codec.go), so the size and the decoding are limiterd's.
 func (r *scaleRun) antiEntropy(now time.Time) func(*scaleNode) ([][]byte, error) {
 	return func(nd *scaleNode) ([][]byte, error) {
-		start := time.Now()
+		w := r.startWatch()
 		msgs, err := nd.syn.Hot(now)
-		nd.hotNs += r.since(start)
+		w.stop(&nd.hot)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}
@@ -278,7 +277,7 @@ func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, erro
 	}
 	return r.eachNode(receivers, func(j int) error {
 		nd := r.nodes[j]
-		start := time.Now()
+		w := r.startWatch()
 		for i, from := range r.nodes {
 			if i == j {
 				continue
@@ -289,17 +288,46 @@ func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, erro
 				}
 			}
 		}
-		nd.receiveNs += r.since(start)
+		w.stop(&nd.receive)
 		return nil
 	})
 }
 
-// since is the wall time from start while measuring, 0 otherwise.
-func (r *scaleRun) since(start time.Time) int64 {
+// syncTime is time spent in the Syncer, in ns: wall clock, and CPU time
+// of the thread that made the calls (cpuOK false where the platform does
+// not tell). Wall-clock time also counts the time the thread waited for a
+// core, which on a shared machine can be most of it; CPU time does not.
+type syncTime struct {
+	wall, cpu int64
+	cpuOK     bool
+}
+
+// stopwatch measures one stretch of Syncer calls; the zero value, which
+// startWatch returns outside the measurement, measures nothing.
+type stopwatch struct {
+	on    bool
+	wall  time.Time
+	cpu   int64
+	cpuOK bool
+}
+
+func (r *scaleRun) startWatch() stopwatch {
 	if !r.measure {
-		return 0
+		return stopwatch{}
 	}
-	return time.Since(start).Nanoseconds()
+	cpu, ok := threadCPU()
+	return stopwatch{on: true, wall: time.Now(), cpu: cpu, cpuOK: ok}
+}
+
+// stop adds the time since startWatch to t.
+func (w stopwatch) stop(t *syncTime) {
+	if !w.on {
+		return
+	}
+	t.wall += time.Since(w.wall).Nanoseconds()
+	cpu, ok := threadCPU()
+	t.cpuOK = ok && w.cpuOK
+	t.cpu += cpu - w.cpu
 }
 
 // eachNode runs f for the nodes 0..n-1, spread over GOMAXPROCS
@@ -309,6 +337,9 @@ func (r *scaleRun) since(start time.Time) int64 {
 func (r *scaleRun) eachNode(n int, f func(i int) error) error {
 	w := min(runtime.GOMAXPROCS(0), n)
 	if w == 1 {
+		// Stay on one OS thread, so that its CPU time measures the calls.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		for i := range n {
 			if err := f(i); err != nil {
 				return err
@@ -320,6 +351,11 @@ func (r *scaleRun) eachNode(n int, f func(i int) error) error {
 	var wg sync.WaitGroup
 	for k := range w {
 		wg.Go(func() {
+			// Stay on one OS thread, so that its CPU time measures the
+			// calls; unlocked before the goroutine ends, or the runtime
+			// would end the thread with it.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			for i := k; i < n; i += w {
 				if err := f(i); err != nil {
 					errs[k] = err

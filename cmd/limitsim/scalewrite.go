@@ -46,8 +46,9 @@ It prints, per node and per second of model time:
                 entry on the wire, and the messages of the whole cluster
   node 0        the (limit, key) pairs and slices it holds at the end, its
                 live heap (what a GC frees when it is dropped), and the
-                wall-clock time inside its Syncer: Tick (collect, encode),
-                Hot (anti-entropy), Receive (decode, merge), also per entry
+                time inside its Syncer: Tick (collect, encode), Hot
+                (anti-entropy), Receive (decode, merge), as CPU time of the
+                calling thread (Linux) and as wall-clock time, and per entry
                 sent and received. Heap and times depend on the machine and
                 its load; the rest is deterministic.
   accuracy      a client at 9x its limit (90/s) and one at 0.9x (9/s), each
@@ -169,21 +170,30 @@ func writeScale(w io.Writer, cfg scaleConfig, rows []scaleRow) error {
 			r.perNodeSec(t.deltaMsgs+t.aeMsgs, 1))
 	}
 
-	fmt.Fprintf(bw, "\nnode 0: state at the end, and wall time inside its Syncer on this machine: Tick (collect, encode),\n")
-	fmt.Fprintf(bw, "Hot (anti-entropy: scan for hot keys, encode), Receive (decode, merge); us per entry sent by Tick and received\n")
-	fmt.Fprintf(bw, "%5s %9s %11s %8s %7s %10s %9s %10s %11s %8s %10s\n",
-		"nodes", "pairs", "slices/pair", "heap MB", "B/pair", "tick ms/s", "hot ms/s", "recv ms/s", "Syncer ms/s", "us/sent", "us/recv")
+	fmt.Fprintf(bw, "\nnode 0: state at the end, and time inside its Syncer on this machine, CPU time of the calling thread: Tick (collect,\n")
+	fmt.Fprintf(bw, "encode), Hot (anti-entropy: scan for hot keys, encode), Receive (decode, merge); wall: the wall-clock time of the same calls;\n")
+	fmt.Fprintf(bw, "us per entry Tick sent (once, not per peer) and per entry received\n")
+	fmt.Fprintf(bw, "%5s %9s %11s %8s %7s %10s %9s %10s %11s %9s %8s %8s\n",
+		"nodes", "pairs", "slices/pair", "heap MB", "B/pair", "tick ms/s", "hot ms/s", "recv ms/s", "Syncer ms/s", "wall ms/s", "us/sent", "us/recv")
 	for _, r := range rows {
 		fmt.Fprintf(bw, "%5d %9d %11.2f", r.n, r.pairs, float64(r.slices)/float64(max(r.pairs, 1)))
 		if !cfg.cost {
-			fmt.Fprintf(bw, " %8s %7s %10s %9s %10s %11s %8s %10s\n", "-", "-", "-", "-", "-", "-", "-", "-")
+			fmt.Fprintf(bw, " %8s %7s %10s %9s %10s %11s %9s %8s %8s\n", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
-		fmt.Fprintf(bw, " %8.1f %7.0f %10.1f %9.1f %10.1f %11.1f %8.2f %10.2f\n",
-			float64(r.heap)/1e6, float64(r.heap)/float64(max(r.pairs, 1)),
-			r.msPerSec(r.tickNs), r.msPerSec(r.hotNs), r.msPerSec(r.receiveNs), r.msPerSec(r.tickNs+r.hotNs+r.receiveNs),
-			float64(r.tickNs)/1000/max(r.sentEntries, 1),
-			float64(r.receiveNs)/1000/float64(max(r.recvEntries, 1)))
+		fmt.Fprintf(bw, " %8.1f %7.0f", float64(r.heap)/1e6, float64(r.heap)/float64(max(r.pairs, 1)))
+		tick, hot, recv := r.syncTick.cpu, r.syncHot.cpu, r.syncRecv.cpu
+		if !r.syncTick.cpuOK || !r.syncHot.cpuOK || !r.syncRecv.cpuOK {
+			fmt.Fprintf(bw, " %10s %9s %10s %11s", "-", "-", "-", "-")
+		} else {
+			fmt.Fprintf(bw, " %10.1f %9.1f %10.1f %11.1f", r.msPerSec(tick), r.msPerSec(hot), r.msPerSec(recv), r.msPerSec(tick+hot+recv))
+		}
+		fmt.Fprintf(bw, " %9.1f", r.msPerSec(r.syncTick.wall+r.syncHot.wall+r.syncRecv.wall))
+		if !r.syncTick.cpuOK || !r.syncRecv.cpuOK {
+			// Without CPU time, the per-entry costs come from the wall clock.
+			tick, recv = r.syncTick.wall, r.syncRecv.wall
+		}
+		fmt.Fprintf(bw, " %8.2f %8.2f\n", float64(tick)/1000/max(r.sentEntries, 1), float64(recv)/1000/float64(max(r.recvEntries, 1)))
 	}
 
 	if len(rows) > 0 {
