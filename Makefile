@@ -55,6 +55,7 @@ bench-sim: build ## limitsim: seed tables, cross-node burst, cluster scale, char
 	$(BIN)/limitsim seed
 	$(BIN)/limitsim burst
 	$(BIN)/limitsim scale
+	$(BIN)/limitsim scale --rate-per-node 5000 --nodes 8,16,32
 	$(BIN)/limitsim seed --plot docs/img >/dev/null
 
 bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
