@@ -121,10 +121,42 @@ func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
 	if !cs.Budget || cs.Nodes == 1 {
 		return true
 	}
-	span := float64(cs.syncInterval.Milliseconds() + cs.graceMs)
-	floor := int64(math.Ceil(cs.BudgetFloor * float64(l.max) * span / float64(l.windowMs)))
+	floor := cs.floor(l.max, l.windowMs)
 	share := (l.max - (count - unacked)) / int64(cs.Nodes)
 	// With nothing unacknowledged a request always fits (the window has
 	// room): the budget must not starve a node whose share rounds to nothing.
 	return unacked == 0 || unacked+hits <= floor+share
+}
+
+// WorstCase returns the most requests of one key that this Counter, with
+// its current cluster settings, can accept in any interval of length window
+// for a limit of max: L + T on a single node (doc.go), and in cluster mode
+// the bound derived in docs/blind-interval.md for ticks at one instant and
+// delivery within the grace, L + N·f + N·T with the budget (L − 1 + N + N·T
+// when its floor f is 0) and N·(L + T) without. Divided by max it is the
+// ratio that 1 + Tolerance promises; with windows short against the sync
+// interval, or limits small against the number of nodes, it exceeds it.
+func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
+	cs := c.cluster.Load()
+	if cs == nil || cs.Nodes == 1 {
+		return max + max*c.tolPPM/1e6
+	}
+	n := int64(cs.Nodes)
+	tail := n * cs.maxTail(max, c.tolPPM)
+	if !cs.Budget {
+		return n*max + tail
+	}
+	floor := cs.floor(max, window.Milliseconds())
+	if floor == 0 {
+		return max - 1 + n + tail
+	}
+	return max + n*floor + tail
+}
+
+// floor is the budget's floor f for a limit of max per windowMs: what a
+// client at its limit rate sends in one sync interval and its grace, times
+// BudgetFloor.
+func (cs *clusterState) floor(max, windowMs int64) int64 {
+	span := float64(cs.syncInterval.Milliseconds() + cs.graceMs)
+	return int64(math.Ceil(cs.BudgetFloor * float64(max) * span / float64(windowMs)))
 }

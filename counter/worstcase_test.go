@@ -1,0 +1,54 @@
+package counter
+
+import (
+	"testing"
+	"time"
+)
+
+// TestWorstCase checks the bound against the rows derived and reached in
+// docs/blind-interval.md (the seed's cluster: 8 nodes, 600 per 60 s,
+// 200 ms sync, grace 0.25, TailShare 0.5) and against short windows.
+func TestWorstCase(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		single bool
+		budget bool
+		floor  float64
+		grace  float64
+		nodes  int
+		max    int64
+		window time.Duration
+		want   int64
+	}{
+		{name: "single node", single: true, max: 600, window: time.Minute, want: 660},
+		{name: "floor 0.5", budget: true, floor: 0.5, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 640},
+		{name: "floor 1", budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 648},
+		{name: "floor 2", budget: true, floor: 2, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 664},
+		{name: "floor 4", budget: true, floor: 4, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 704},
+		{name: "floor 1 no grace", budget: true, floor: 1, nodes: 8, max: 600, window: time.Minute, want: 640},
+		{name: "floor 0", budget: true, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 600 - 1 + 8 + 24},
+		{name: "no budget", floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 4824},
+		{name: "one node in cluster mode", budget: true, floor: 1, grace: 0.25, nodes: 1, max: 600, window: time.Minute, want: 660},
+		// 10 s window: f = ceil(600 x 250 / 10,000) = 15, 600 + 8 x 15 + 24.
+		{name: "short window", budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: 10 * time.Second, want: 744},
+		// 10 per second: f = 3, T = 0.
+		{name: "small limit", budget: true, floor: 1, grace: 0.25, nodes: 8, max: 10, window: time.Second, want: 34},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.single {
+				cc := DefaultClusterConfig("n1")
+				cc.Nodes, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = tc.nodes, tc.budget, tc.floor, tc.grace
+				if err := c.SetCluster(cc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := c.WorstCase(tc.max, tc.window); got != tc.want {
+				t.Errorf("WorstCase(%d, %v) = %d, want %d", tc.max, tc.window, got, tc.want)
+			}
+		})
+	}
+}
