@@ -1,0 +1,115 @@
+package counter
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ownSlices returns origin's live slices as a node holds them, sorted.
+func ownSlices(c *Counter, now time.Time, origin string) []Entry {
+	es := c.AppendState(nil, now, origin, 0)
+	slices.SortFunc(es, func(a, b Entry) int {
+		if a.Key != b.Key {
+			if a.Key < b.Key {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Start - b.Start)
+	})
+	return es
+}
+
+// TestChangesSendEachSliceOnceUnchanged drives a node whose slices close on
+// every new instant (8 nodes share a tail of 0) and checks, tick by tick,
+// that (1) a peer merging only the changes holds exactly the node's own
+// slices, and (2) no change re-sends a slice with the count already sent.
+func TestChangesSendEachSliceOnceUnchanged(t *testing.T) {
+	a, b := newNode(t, "a", 8, false), newNode(t, "b", 8, false)
+	rng := rand.New(rand.NewPCG(7, 11))
+	type sliceID struct {
+		key   string
+		start int64
+	}
+	sent := make(map[sliceID]uint32)
+	var entries, resent int
+	for tick := int64(1); tick <= 300; tick++ {
+		for range rng.IntN(12) {
+			ms := (tick-1)*200 + rng.Int64N(200)
+			a.allow(t, ms, fmt.Sprintf("k%d", rng.IntN(5)))
+		}
+		now := at(tick * 200)
+		ch := a.c.AppendChanges(nil, now)
+		for _, e := range ch {
+			id := sliceID{e.Key, e.Start}
+			if n, ok := sent[id]; ok && n == e.Count {
+				resent++
+			}
+			sent[id] = e.Count
+		}
+		entries += len(ch)
+		b.c.Merge(now, ch)
+		if got, want := ownSlices(b.c, now, "a"), ownSlices(a.c, now, "a"); !slices.Equal(got, want) {
+			t.Fatalf("tick %d: peer holds %v\nnode holds %v", tick, got, want)
+		}
+	}
+	if resent > 0 {
+		t.Errorf("%d of %d entries re-sent a slice unchanged", resent, entries)
+	}
+	if entries == 0 {
+		t.Fatal("no entries sent")
+	}
+}
+
+// TestChangesConvergeUnderConcurrentAllows runs Allows on several goroutines
+// while ticks collect changes, the race the skip of unchanged slices must
+// survive: after the load stops and one more tick, a peer that merged every
+// change holds exactly the node's slices.
+func TestChangesConvergeUnderConcurrentAllows(t *testing.T) {
+	a, b := newNode(t, "a", 8, false), newNode(t, "b", 8, false)
+	var (
+		mu    sync.Mutex
+		nowMs int64 = 1000
+		wg    sync.WaitGroup
+		stop  = make(chan struct{})
+	)
+	clock := func() int64 { mu.Lock(); defer mu.Unlock(); return nowMs }
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			var res [1]Result
+			for i := 0; i < 20_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = a.c.Allow(at(clock()), fmt.Sprintf("k%d", rng.IntN(50)), 1, []Limit{a.lim}, res[:])
+			}
+		}()
+	}
+	for range 200 {
+		mu.Lock()
+		nowMs += 7
+		now := nowMs
+		mu.Unlock()
+		b.c.Merge(at(now), a.c.AppendChanges(nil, at(now)))
+	}
+	close(stop)
+	wg.Wait()
+	now := at(clock() + 1)
+	b.c.Merge(now, a.c.AppendChanges(nil, now))
+	got, want := ownSlices(b.c, now, "a"), ownSlices(a.c, now, "a")
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the load: peer holds %d slices of a, a holds %d\npeer %v\na    %v", len(got), len(want), got, want)
+	}
+	if len(want) == 0 {
+		t.Fatal("no slices counted")
+	}
+}
