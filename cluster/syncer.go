@@ -23,17 +23,13 @@ type SyncConfig struct {
 	// to a hello), which can be large and which a transport may send over a
 	// stream rather than in datagrams; 0 means MaxMessageBytes.
 	StateMessageBytes int
-	// HotShare selects the keys anti-entropy re-sends: those whose window
-	// holds at least this share of their limit (default 0.5), where a lost
-	// message could change a decision.
-	HotShare float64
 	// Limits bound decoding.
 	Limits DecodeLimits
 }
 
 // DefaultSyncConfig returns the defaults documented on SyncConfig.
 func DefaultSyncConfig(self string) SyncConfig {
-	return SyncConfig{Self: self, MaxMessageBytes: 60_000, HotShare: 0.5, Limits: DefaultDecodeLimits()}
+	return SyncConfig{Self: self, MaxMessageBytes: 60_000, Limits: DefaultDecodeLimits()}
 }
 
 // Validate reports the first invalid field.
@@ -45,8 +41,6 @@ func (c SyncConfig) Validate() error {
 		return fmt.Errorf("%w: MaxMessageBytes must be between 512 and Limits.MaxMessageBytes (%d), got %d", ErrInvalidConfig, c.Limits.MaxMessageBytes, c.MaxMessageBytes)
 	case c.StateMessageBytes != 0 && (c.StateMessageBytes < 512 || c.StateMessageBytes > c.Limits.MaxMessageBytes):
 		return fmt.Errorf("%w: StateMessageBytes must be 0 or between 512 and Limits.MaxMessageBytes (%d), got %d", ErrInvalidConfig, c.Limits.MaxMessageBytes, c.StateMessageBytes)
-	case !(c.HotShare >= 0 && c.HotShare <= 1):
-		return fmt.Errorf("%w: HotShare must be between 0 and 1, got %v", ErrInvalidConfig, c.HotShare)
 	case c.Limits.MaxEntries < 1 || c.Limits.MaxKeyBytes < 1 || c.Limits.MaxNameBytes < 1:
 		return fmt.Errorf("%w: decode limits must be positive: %+v", ErrInvalidConfig, c.Limits)
 	}
@@ -115,10 +109,10 @@ func (s *Syncer) Tick(now time.Time) ([][]byte, error) {
 }
 
 // Hot returns state messages with this node's slices of every key whose
-// window is at least HotShare full: anti-entropy for the keys where a lost
-// delta could change a decision.
+// window is at least the counter's HotShare full (counter.ClusterConfig):
+// anti-entropy for the keys where a lost delta could change a decision.
 func (s *Syncer) Hot(now time.Time) ([][]byte, error) {
-	es := s.c.AppendState(nil, now, s.cfg.Self, s.cfg.HotShare)
+	es := s.c.AppendHot(nil, now, s.cfg.Self)
 	return encodeEntries(s.h, kindState, s.cfg.Self, now.UnixMilli(), es, s.cfg.MaxMessageBytes)
 }
 

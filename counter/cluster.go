@@ -39,11 +39,16 @@ type ClusterConfig struct {
 	// left to the blind interval). Each node's slices get TailShare x
 	// Tolerance x limit / Nodes.
 	TailShare float64
+	// HotShare selects the keys AppendHot returns: those whose window holds
+	// at least this share of their limit (default 0.5), where a lost sync
+	// message could change a decision. The counter notes a key when a local
+	// request or a merge brings it there, so AppendHot visits only those.
+	HotShare float64
 }
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with.
 func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5}
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
@@ -61,6 +66,8 @@ func (cc ClusterConfig) Validate() error {
 		return fmt.Errorf("%w: cluster BudgetFloor must be between 0 and 1e6, got %v", ErrInvalidConfig, cc.BudgetFloor)
 	case !(cc.TailShare >= 0 && cc.TailShare <= 1):
 		return fmt.Errorf("%w: cluster TailShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.TailShare)
+	case !(cc.HotShare >= 0 && cc.HotShare <= 1):
+		return fmt.Errorf("%w: cluster HotShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.HotShare)
 	}
 	return nil
 }

@@ -44,7 +44,8 @@ type shard struct {
 	keys      int            // entries over all tables
 	lastSweep int64          // unix ms of the last capacity-driven sweep
 	dirty     []dirtyRef     // keys with local changes not yet collected (cluster mode)
-	_         [128 - 72]byte // 128 bytes a shard: neighbours never share a cache line
+	hot       hotSet         // keys that reached HotShare of a limit (cluster mode)
+	_         [128 - 80]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.
@@ -232,6 +233,9 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 			if !st.is(flagDirty) {
 				st.set(flagDirty, true)
 				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: key})
+			}
+			if cs.isHot(results[i].Count+hits, l.max) {
+				s.hot.mark(l.slot, key)
 			}
 		}
 		s.store(l.slot, key, *st, found[i])

@@ -46,6 +46,7 @@ type MergeStats struct {
 func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 	var ms MergeStats
 	nowMs := now.UnixMilli()
+	cs := c.cluster.Load()
 	var (
 		lastID   string
 		lastInfo limitInfo
@@ -85,6 +86,9 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		}
 		if st.merge(origin, e.Start, e.Count) {
 			ms.Merged++
+			if cs != nil && cs.isHot(st.count(), lastInfo.max) {
+				s.hot.mark(lastSlot, e.Key)
+			}
 			if origin == 0 {
 				// Our own slice from before a restart: closed to new requests,
 				// and not ours to send again.

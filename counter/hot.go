@@ -1,0 +1,85 @@
+package counter
+
+import "time"
+
+// hotSet is a shard's set of keys that reached HotShare of a limit: the
+// candidates for anti-entropy. Without it every anti-entropy round scanned
+// every key of every shard (16 ms for 200,000 keys with none hot, every
+// second, on every node). Entries are dropped by AppendHot once their key
+// falls below the share or is gone, so the set stays as small as the hot
+// keys. Guarded by the shard's mutex.
+type hotSet map[dirtyRef]struct{}
+
+func (h *hotSet) mark(slot uint16, key string) {
+	ref := dirtyRef{slot: slot, key: key}
+	if _, ok := (*h)[ref]; ok {
+		return
+	}
+	if *h == nil {
+		*h = make(hotSet)
+	}
+	(*h)[ref] = struct{}{}
+}
+
+// isHot reports whether a window counting count of a limit of max is at
+// least HotShare full.
+func (cs *clusterState) isHot(count, max int64) bool {
+	return float64(count) >= cs.HotShare*float64(max)
+}
+
+// AppendHot appends the live slices counted by origin (this node's name for
+// its own) of every key whose window holds at least HotShare of its limit,
+// and returns dst: what AppendState(dst, now, origin, HotShare) returns, at
+// the cost of the hot keys rather than of all keys. It returns dst
+// unchanged in single-node mode.
+func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
+	cs := c.cluster.Load()
+	if cs == nil {
+		return dst
+	}
+	nowMs := now.UnixMilli()
+	ids, maxes, names := c.snapshotNames()
+	o := -1
+	for i, n := range names {
+		if n == origin {
+			o = i
+			break
+		}
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for ref := range s.hot {
+			if int(ref.slot) >= len(ids) || int(ref.slot) >= len(s.tables) {
+				delete(s.hot, ref)
+				continue
+			}
+			t := &s.tables[ref.slot]
+			st, ok := t.m[ref.key]
+			if !ok {
+				delete(s.hot, ref)
+				continue
+			}
+			var n int64
+			for j, sl := range st.slices {
+				if st.start(j) > nowMs-t.windowMs {
+					n += int64(sl.n)
+				}
+			}
+			if !cs.isHot(n, maxes[ref.slot]) {
+				delete(s.hot, ref)
+				continue
+			}
+			if o < 0 {
+				continue
+			}
+			for j, sl := range st.slices {
+				if int(sl.origin) == o && st.start(j) > nowMs-t.windowMs {
+					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: origin, Start: st.start(j), Count: sl.n})
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return dst
+}

@@ -1,0 +1,97 @@
+package counter
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// sortEntries orders entries by key, then start, for comparison.
+func sortEntries(es []Entry) []Entry {
+	slices.SortFunc(es, func(a, b Entry) int {
+		if a.Key != b.Key {
+			if a.Key < b.Key {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Start - b.Start)
+	})
+	return es
+}
+
+// TestAppendHotMatchesFullScan checks the incremental hot set against the
+// naive oracle, a scan of every key (AppendState with minShare HotShare):
+// a node counts its own requests and merges a peer's, keys warm up, cool
+// down and expire, and at random instants both must return the same
+// entries, for the node's own origin and for the peer's.
+func TestAppendHotMatchesFullScan(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	rng := rand.New(rand.NewPCG(3, 5))
+	checked, hotSeen := 0, 0
+	for step := int64(0); step < 4000; step++ {
+		ms := step * 10
+		// A few keys get bursts large enough to cross half the limit (100
+		// per 10 s); the rest stay cold.
+		key := fmt.Sprintf("k%d", rng.IntN(20))
+		for range rng.IntN(8) {
+			a.allow(t, ms, key)
+		}
+		for range rng.IntN(6) {
+			b.allow(t, ms, fmt.Sprintf("k%d", rng.IntN(20)))
+		}
+		if step%20 == 0 {
+			a.c.Merge(at(ms), b.c.AppendChanges(nil, at(ms)))
+		}
+		if step%37 == 0 {
+			now := at(ms + rng.Int64N(500))
+			for _, origin := range []string{"a", "b", "nobody"} {
+				got := sortEntries(a.c.AppendHot(nil, now, origin))
+				want := sortEntries(a.c.AppendState(nil, now, origin, 0.5))
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d origin %s: AppendHot %v\nfull scan %v", step, origin, got, want)
+				}
+				hotSeen += len(want)
+			}
+			checked++
+		}
+	}
+	if hotSeen == 0 || checked == 0 {
+		t.Fatalf("no hot entries in %d checks: the test exercises nothing", checked)
+	}
+	// Keys gone cold leave the set: after every window has passed, nothing.
+	late := at(4000*10 + 20_000)
+	if got := a.c.AppendHot(nil, late, "a"); len(got) != 0 {
+		t.Fatalf("after the window: %v", got)
+	}
+	n := 0
+	for i := range a.c.shards {
+		n += len(a.c.shards[i].hot)
+	}
+	if n != 0 {
+		t.Errorf("%d keys left in the hot set after they went cold", n)
+	}
+}
+
+func TestAppendHotSingleNode(t *testing.T) {
+	c := newCounter(t, DefaultConfig())
+	lim := mustLimit(t, c, "r", 10, time.Second, 10)
+	var res [1]Result
+	for range 10 {
+		if _, err := c.Allow(at(0), "k", 1, []Limit{lim}, res[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.AppendHot(nil, at(1), ""); len(got) != 0 {
+		t.Fatalf("single node: %v", got)
+	}
+}
+
+func TestShardSize(t *testing.T) {
+	if n := unsafe.Sizeof(shard{}); n != 128 {
+		t.Fatalf("shard is %d bytes, want 128 (a cache-line pair, see the padding)", n)
+	}
+}
