@@ -64,26 +64,67 @@ func newHandle(maxInit int) *codec.MsgpackHandle {
 	return h
 }
 
+// wire is the reusable state of encoding and decoding messages: the codec's
+// encoder and decoder, their buffers, and the decoded message whose columns
+// the next decode fills again. A Syncer pools them, so the sync path's
+// garbage is the messages it sends and the keys it decodes, not buffers
+// regrown for every message. A wire is used by one goroutine at a time.
+type wire struct {
+	h       *codec.MsgpackHandle
+	enc     *codec.Encoder
+	dec     *codec.Decoder
+	body    []byte          // the encoder's output, before the kind byte
+	groups  []group         // being encoded
+	m       message         // last decoded
+	entries []counter.Entry // last decoded, flattened
+}
+
+func newWire(h *codec.MsgpackHandle) *wire {
+	w := &wire{h: h}
+	w.enc = codec.NewEncoderBytes(&w.body, h)
+	w.dec = codec.NewDecoderBytes(nil, h)
+	return w
+}
+
+// encodeEntries encodes entries into messages of kind with a fresh wire.
+func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+	return newWire(h).encodeEntries(kind, from, sentMs, entries, maxBytes)
+}
+
+// decode decodes one message with a fresh wire.
+func decode(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (byte, message, error) {
+	kind, m, err := newWire(h).decode(b, lim)
+	if m == nil {
+		return kind, message{}, err
+	}
+	return kind, *m, err
+}
+
 // encodeEntries encodes entries into messages of kind, none longer than
 // maxBytes. Entries are grouped by (limit, origin) so names are sent once a
-// group; a group that does not fit is split across messages.
-func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+// group; a group that does not fit is split across messages. It sorts
+// entries in place.
+func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
 	slices.SortStableFunc(entries, func(a, b counter.Entry) int {
 		return cmp.Or(cmp.Compare(a.Limit, b.Limit), cmp.Compare(a.Origin, b.Origin))
 	})
 	var out [][]byte
-	var groups []group
+	groups := w.groups[:0]
+	defer func() { w.groups = groups[:0] }()
 	size := 16 + len(from) // kind, array header, version, time, from
 	flush := func() error {
 		if len(groups) == 0 {
 			return nil
 		}
-		b, err := encode(h, kind, message{Version: wireVersion, From: from, SentMs: sentMs, Groups: groups})
+		b, err := w.encode(kind, message{Version: wireVersion, From: from, SentMs: sentMs, Groups: groups})
 		if err != nil {
 			return err
 		}
 		out = append(out, b)
-		groups, size = nil, 16+len(from)
+		for i := range groups {
+			clear(groups[i].Keys) // drop key references while the wire waits in the pool
+		}
+		groups, size = groups[:0], 16+len(from)
 		return nil
 	}
 	for _, e := range entries {
@@ -103,8 +144,16 @@ func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64,
 			g, gsize = nil, len(e.Limit)+len(e.Origin)+24
 		}
 		if g == nil {
-			groups = append(groups, group{Limit: e.Limit, Origin: e.Origin})
-			g = &groups[len(groups)-1]
+			// Reuse the columns of a group an earlier message left behind.
+			n := len(groups)
+			if n < cap(groups) {
+				groups = groups[:n+1]
+			} else {
+				groups = append(groups, group{})
+			}
+			g = &groups[n]
+			g.Limit, g.Origin = e.Limit, e.Origin
+			g.Keys, g.Starts, g.Counts = g.Keys[:0], g.Starts[:0], g.Counts[:0]
 		}
 		g.Keys = append(g.Keys, e.Key)
 		g.Starts = append(g.Starts, e.Start)
@@ -115,7 +164,7 @@ func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64,
 		return nil, err
 	}
 	if kind == kindHello && len(out) == 0 {
-		b, err := encode(h, kind, message{Version: wireVersion, From: from, SentMs: sentMs})
+		b, err := w.encode(kind, message{Version: wireVersion, From: from, SentMs: sentMs})
 		if err != nil {
 			return nil, err
 		}
@@ -124,55 +173,65 @@ func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64,
 	return out, nil
 }
 
-func encode(h *codec.MsgpackHandle, kind byte, m message) ([]byte, error) {
-	var body []byte // the encoder writes from the start of its buffer
-	if err := codec.NewEncoderBytes(&body, h).Encode(&m); err != nil {
+// encode returns kind followed by m's encoding, in a slice of its own (the
+// transport keeps it until every peer's copy is sent).
+func (w *wire) encode(kind byte, m message) ([]byte, error) {
+	w.body = w.body[:0] // the encoder writes from the start of its buffer
+	w.enc.ResetBytes(&w.body)
+	if err := w.enc.Encode(&m); err != nil {
 		return nil, fmt.Errorf("cluster: encode: %w", err)
 	}
-	return append([]byte{kind}, body...), nil
+	out := make([]byte, 1+len(w.body))
+	out[0] = kind
+	copy(out[1:], w.body)
+	return out, nil
 }
 
-// decode parses and checks one message. It never panics on any input.
-func decode(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (kind byte, m message, err error) {
+// decode parses and checks one message into w.m, reusing its columns. It
+// never panics on any input. The message is valid until w's next decode.
+func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err error) {
 	if len(b) > lim.MaxMessageBytes {
-		return 0, m, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(b), lim.MaxMessageBytes)
+		return 0, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(b), lim.MaxMessageBytes)
 	}
 	if len(b) < 2 {
-		return 0, m, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+		return 0, nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
 	}
 	kind = b[0]
 	if kind != kindDelta && kind != kindState && kind != kindHello {
-		return 0, m, fmt.Errorf("%w: unknown kind %q", ErrMalformed, kind)
+		return 0, nil, fmt.Errorf("%w: unknown kind %q", ErrMalformed, kind)
 	}
 	defer func() {
 		if r := recover(); r != nil { // the codec panics on some inputs; contain it
-			err = fmt.Errorf("%w: %v", ErrMalformed, r)
+			kind, m, err = 0, nil, fmt.Errorf("%w: %v", ErrMalformed, r)
 		}
 	}()
-	if err := codec.NewDecoderBytes(b[1:], h).Decode(&m); err != nil {
-		return 0, m, fmt.Errorf("%w: %v", ErrMalformed, err)
+	m = &w.m
+	m.From, m.Groups = "", m.Groups[:0]
+	w.dec.ResetBytes(b[1:])
+	if err := w.dec.Decode(m); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if m.Version != wireVersion {
-		return 0, m, fmt.Errorf("%w: version %d, want %d", ErrMalformed, m.Version, wireVersion)
+		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrMalformed, m.Version, wireVersion)
 	}
 	if m.From == "" || len(m.From) > lim.MaxNameBytes {
-		return 0, m, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
+		return 0, nil, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
 	}
 	n := 0
 	for _, g := range m.Groups {
 		switch {
 		case len(g.Limit) == 0 || len(g.Limit) > lim.MaxNameBytes || len(g.Origin) == 0 || len(g.Origin) > lim.MaxNameBytes:
-			return 0, m, fmt.Errorf("%w: limit or origin name out of bounds", ErrMalformed)
+			return 0, nil, fmt.Errorf("%w: limit or origin name out of bounds", ErrMalformed)
 		case len(g.Keys) != len(g.Starts) || len(g.Keys) != len(g.Counts):
-			return 0, m, fmt.Errorf("%w: columns of %d keys, %d starts, %d counts", ErrMalformed, len(g.Keys), len(g.Starts), len(g.Counts))
+			return 0, nil, fmt.Errorf("%w: columns of %d keys, %d starts, %d counts", ErrMalformed, len(g.Keys), len(g.Starts), len(g.Counts))
 		}
 		for _, k := range g.Keys {
 			if k == "" || len(k) > lim.MaxKeyBytes {
-				return 0, m, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(k))
+				return 0, nil, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(k))
 			}
 		}
 		if n += len(g.Keys); n > lim.MaxEntries {
-			return 0, m, fmt.Errorf("%w: more than %d entries", ErrMalformed, lim.MaxEntries)
+			return 0, nil, fmt.Errorf("%w: more than %d entries", ErrMalformed, lim.MaxEntries)
 		}
 	}
 	return kind, m, nil

@@ -52,9 +52,10 @@ func (c SyncConfig) Validate() error {
 // limiterd, a simulated network in limitsim) calls it with the time and
 // carries the bytes. Safe for concurrent use.
 type Syncer struct {
-	c   *counter.Counter
-	cfg SyncConfig
-	h   *codec.MsgpackHandle
+	c    *counter.Counter
+	cfg  SyncConfig
+	h    *codec.MsgpackHandle
+	pool sync.Pool // of *wire
 
 	mu    sync.Mutex
 	peers map[string]*PeerState
@@ -92,7 +93,19 @@ func NewSyncer(c *counter.Counter, cfg SyncConfig) (*Syncer, error) {
 	if self := c.Self(); self != cfg.Self {
 		return nil, fmt.Errorf("%w: counter's cluster Self is %q, syncer's %q", ErrInvalidConfig, self, cfg.Self)
 	}
-	return &Syncer{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*PeerState)}, nil
+	s := &Syncer{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*PeerState)}
+	s.pool.New = func() any { return newWire(s.h) }
+	return s, nil
+}
+
+// encode encodes entries with a pooled wire.
+func (s *Syncer) encode(kind byte, now time.Time, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+	w := s.pool.Get().(*wire)
+	msgs, err := w.encodeEntries(kind, s.cfg.Self, now.UnixMilli(), entries, maxBytes)
+	if err == nil {
+		s.pool.Put(w) // after an error the codec's state is not trusted again
+	}
+	return msgs, err
 }
 
 // Tick collects the local changes since the previous Tick and returns them
@@ -103,7 +116,7 @@ func (s *Syncer) Tick(now time.Time) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buf = s.c.AppendChanges(s.buf[:0], now)
-	msgs, err := encodeEntries(s.h, kindDelta, s.cfg.Self, now.UnixMilli(), s.buf, s.cfg.MaxMessageBytes)
+	msgs, err := s.encode(kindDelta, now, s.buf, s.cfg.MaxMessageBytes)
 	clear(s.buf) // drop key references until the next tick
 	return msgs, err
 }
@@ -113,7 +126,7 @@ func (s *Syncer) Tick(now time.Time) ([][]byte, error) {
 // anti-entropy for the keys where a lost delta could change a decision.
 func (s *Syncer) Hot(now time.Time) ([][]byte, error) {
 	es := s.c.AppendHot(nil, now, s.cfg.Self)
-	return encodeEntries(s.h, kindState, s.cfg.Self, now.UnixMilli(), es, s.cfg.MaxMessageBytes)
+	return s.encode(kindState, now, es, s.cfg.MaxMessageBytes)
 }
 
 // StateFor returns state messages for a peer that just joined or rejoined:
@@ -124,13 +137,25 @@ func (s *Syncer) StateFor(now time.Time, peer string) ([][]byte, error) {
 	if peer != s.cfg.Self {
 		es = s.c.AppendState(es, now, peer, 0)
 	}
-	return encodeEntries(s.h, kindState, s.cfg.Self, now.UnixMilli(), es, cmp.Or(s.cfg.StateMessageBytes, s.cfg.MaxMessageBytes))
+	return s.encode(kindState, now, es, cmp.Or(s.cfg.StateMessageBytes, s.cfg.MaxMessageBytes))
 }
 
 // Hello returns the message a node sends each peer when it starts: the
 // peer answers with StateFor the sender.
 func (s *Syncer) Hello(now time.Time) ([][]byte, error) {
-	return encodeEntries(s.h, kindHello, s.cfg.Self, now.UnixMilli(), nil, s.cfg.MaxMessageBytes)
+	return s.encode(kindHello, now, nil, s.cfg.MaxMessageBytes)
+}
+
+// Heartbeat returns an empty state message: what anti-entropy sends when
+// no key is hot, so that peers keep hearing from this node.
+func (s *Syncer) Heartbeat(now time.Time) ([][]byte, error) {
+	w := s.pool.Get().(*wire)
+	b, err := w.encode(kindState, message{Version: wireVersion, From: s.cfg.Self, SentMs: now.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
+	s.pool.Put(w)
+	return [][]byte{b}, nil
 }
 
 // CountSent records n more messages of the given total size as sent.
@@ -146,11 +171,13 @@ func (s *Syncer) CountSent(n int, bytes int) {
 func (s *Syncer) Receive(now time.Time, b []byte) (from string, reply [][]byte, err error) {
 	s.Stats.MessagesReceived.Add(1)
 	s.Stats.BytesReceived.Add(uint64(len(b)))
-	kind, m, err := decode(s.h, b, s.cfg.Limits)
+	w := s.pool.Get().(*wire)
+	kind, m, err := w.decode(b, s.cfg.Limits)
 	if err != nil {
 		s.Stats.DecodeErrors.Add(1)
-		return "", nil, err
+		return "", nil, err // w is dropped: the codec's state after an error is not trusted
 	}
+	defer s.pool.Put(w)
 	s.mu.Lock()
 	p := s.peers[m.From]
 	if p == nil && m.From != s.cfg.Self {
@@ -166,7 +193,9 @@ func (s *Syncer) Receive(now time.Time, b []byte) (from string, reply [][]byte, 
 		reply, err = s.StateFor(now, m.From)
 		return m.From, reply, err
 	}
-	ms := s.c.Merge(now, m.entries(nil))
+	w.entries = m.entries(w.entries[:0])
+	ms := s.c.Merge(now, w.entries)
+	clear(w.entries) // drop key references while w waits in the pool
 	s.Stats.EntriesMerged.Add(uint64(ms.Merged))
 	s.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
 	return m.From, nil, nil

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,10 +148,19 @@ func FuzzDecode(f *testing.F) {
 	hello, _ := a.s.Hello(at(1))
 	f.Add(msgs[0])
 	f.Add(hello[0])
+	shared := newWire(a.s.h) // reused across inputs, as the Syncer's pool does
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kind, m, err := decode(a.s.h, b, DefaultDecodeLimits())
+		_, ms, errShared := shared.decode(b, DefaultDecodeLimits())
+		if (err == nil) != (errShared == nil) {
+			t.Fatalf("fresh wire: %v, reused wire: %v", err, errShared)
+		}
 		if err != nil {
+			shared = newWire(a.s.h) // as the Syncer drops a wire after an error
 			return
+		}
+		if !slices.Equal(m.entries(nil), ms.entries(nil)) {
+			t.Fatal("a reused wire decodes other entries than a fresh one")
 		}
 		// Whatever decodes must re-encode and decode to the same entries.
 		es := m.entries(nil)
