@@ -346,9 +346,7 @@ func (n *Node) antiEntropy(now time.Time) {
 	}
 	msgs, err := n.syncer.Hot(now)
 	if err == nil && len(msgs) == 0 {
-		var hb []byte
-		hb, err = encode(n.syncer.h, kindState, message{Version: wireVersion, From: n.cfg.NodeName, SentMs: now.UnixMilli()})
-		msgs = [][]byte{hb}
+		msgs, err = n.syncer.Heartbeat(now)
 	}
 	if err != nil {
 		n.log.Error("encoding anti-entropy state", "err", err)
