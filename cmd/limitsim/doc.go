@@ -86,7 +86,10 @@
 // budget), a limiter.Limiter with one rule (limiter.New, so the real
 // decision path runs) and a cluster.Syncer. One simulated clock, in integer
 // milliseconds of true time, drives them; node i reads it plus its clock
-// offset. Every sync interval each node that counted something since its
+// offset. A trace of relative times (before 1e12 ms, as the patterns
+// limitsim generates) runs from 2026-01-01 00:00 UTC, so that the slice
+// starts and send times on the wire take the bytes they take in
+// production; a trace of Unix timestamps runs at its own times. Every sync interval each node that counted something since its
 // last tick calls Syncer.Tick with its own time, and each message is
 // delivered to every other node's Syncer.Receive after the latency (a tick
 // with nothing to send changes no decision and is skipped; limiterd ticks

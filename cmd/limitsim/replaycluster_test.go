@@ -186,10 +186,10 @@ func Example_replayCluster() {
 	// # false_rejections 0
 	// # sync_deltas 2
 	// # sync_messages 2
-	// # sync_bytes 98
+	// # sync_bytes 138
 	// # sync_duration_ms 300
 	// # sync_messages_per_node_s 3.3
-	// # sync_bytes_per_node_s 163.3
+	// # sync_bytes_per_node_s 230.0
 	// # max_peer_offset_ms 0
 }
 

@@ -22,14 +22,14 @@ const scaleSyncMessageBytes = 1400 - 1 - 5
 // scaleAntiEntropy is cluster.DefaultConfig().AntiEntropyInterval.
 const scaleAntiEntropy = time.Second
 
-// scaleEpochMs is true time 0 of the simulation, as unix ms: 2026-01-01
-// 00:00 UTC. Slice starts and send times are then as large as a real
-// cluster's, and msgpack encodes them in as many bytes (9, where instants
+// simEpochMs is true time 0 of the simulations (this scale one, and the
+// cluster replays of relative traces), as unix ms: 2026-01-01 00:00 UTC.
+// Slice starts and send times are then as large as a real cluster's, and msgpack encodes them in as many bytes (9, where instants
 // near 1970 would take 3 to 5). It is a multiple of every interval used.
-const scaleEpochMs = 1_767_225_600_000
+const simEpochMs = 1_767_225_600_000
 
-// scaleTime is the instant at true time t (ms since scaleEpochMs).
-func scaleTime(t int64) time.Time { return time.UnixMilli(scaleEpochMs + t) }
+// scaleTime is the instant at true time t (ms since simEpochMs).
+func scaleTime(t int64) time.Time { return time.UnixMilli(simEpochMs + t) }
 
 // scaleRun is one cluster size of limitsim scale: N nodes, each with
 // limiterd's real counter (cluster mode, counter.DefaultClusterConfig),

@@ -149,7 +149,22 @@ type simCluster struct {
 	seq    uint64
 	syncMs int64
 	latMs  int64
-	stats  simStats
+	// epochMs is added to true time on every node's clock: simEpochMs
+	// when the trace starts before realTimeMs (relative times, as the
+	// patterns limitsim generates), so that slice starts and send times
+	// encode in as many bytes as a real cluster's; 0 for a trace of real
+	// timestamps.
+	epochMs int64
+	stats   simStats
+}
+
+// realTimeMs separates relative trace times from Unix timestamps: 1e12 ms
+// is 2001-09-09, before any log a user replays.
+const realTimeMs = 1_000_000_000_000
+
+// clock is node n's clock at true time at.
+func (s *simCluster) clock(n *simNode, at int64) time.Time {
+	return time.UnixMilli(s.epochMs + at + n.offset)
 }
 
 // newSimCluster builds the nodes. Node i is named "node-i".
@@ -199,6 +214,9 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) error {
 	if s.stats.requests == 0 {
 		s.stats.firstAt = at
+		if at < realTimeMs {
+			s.epochMs = simEpochMs
+		}
 		if s.cfg.everyTick {
 			// Ticks before the first request have nothing to do: start at
 			// the first tick instant at or after it.
@@ -213,7 +231,7 @@ func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) 
 	s.stats.requests++
 	s.stats.lastAt = at
 	n := s.nodes[node]
-	if err := n.lim.Check(time.UnixMilli(at+n.offset), limiter.Request{Key: key, Hits: 1}, d); err != nil {
+	if err := n.lim.Check(s.clock(n, at), limiter.Request{Key: key, Hits: 1}, d); err != nil {
 		return err
 	}
 	if d.Allowed && !d.Untracked && !n.dirty {
@@ -250,7 +268,7 @@ func (s *simCluster) advance(t int64, drain bool) error {
 		case delDue:
 			d := heap.Pop(&s.queue).(delivery)
 			n := s.nodes[d.to]
-			if _, _, err := n.sync.Receive(time.UnixMilli(d.at+n.offset), d.msg); err != nil {
+			if _, _, err := n.sync.Receive(s.clock(n, d.at), d.msg); err != nil {
 				return fmt.Errorf("node-%d receiving at %d ms: %w", d.to, d.at, err)
 			}
 		default:
@@ -265,7 +283,7 @@ func (s *simCluster) tick(i int) error {
 	at := n.nextTick
 	n.dirty = s.cfg.everyTick
 	n.nextTick += s.syncMs
-	msgs, err := n.sync.Tick(time.UnixMilli(at + n.offset))
+	msgs, err := n.sync.Tick(s.clock(n, at))
 	if err != nil {
 		return fmt.Errorf("node-%d tick at %d ms: %w", i, at, err)
 	}
