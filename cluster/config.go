@@ -80,6 +80,15 @@ type Config struct {
 	// (each tick makes one batch); beyond it a batch is dropped and
 	// counted. Default 64, about 13 s of ticks at 200ms.
 	QueueLength int
+	// OnNodesChanged, if set, is called with the number of alive (or
+	// suspect) members, this node included, each time it changes, right
+	// after the counter was told (counter.SetNodes): the moment the
+	// counter's worst case per limit (counter.(*Counter).WorstCase)
+	// changes with it. It is not called for the initial count of one. It
+	// runs on the node's sync goroutine, one call at a time and in order,
+	// with no lock of the node held, so it may call the node's methods; it
+	// must return quickly, since the next sync tick waits for it.
+	OnNodesChanged func(alive int)
 }
 
 // DefaultConfig returns the defaults documented on Config, with NodeName

@@ -433,10 +433,16 @@ func (n *Node) reconcile(now time.Time) {
 	n.mu.Unlock()
 
 	if changed {
-		if err := n.c.SetNodes(alive); err != nil {
+		err := n.c.SetNodes(alive)
+		if err != nil {
 			n.log.Error("updating the node count", "nodes", alive, "err", err)
 		}
 		n.log.Info("cluster membership changed", "alive", alive)
+		// Outside n.mu: the callback may call back into the node (Status,
+		// Members), and n.mu is not reentrant.
+		if err == nil && n.cfg.OnNodesChanged != nil {
+			n.cfg.OnNodesChanged(alive)
+		}
 	}
 	for _, name := range joined {
 		// A peer that (re)joined gets our slices and its own we hold: how a

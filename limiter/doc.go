@@ -78,6 +78,16 @@
 // that limit from zero. A rule set that fails validation is rejected and the
 // rules in force stay in force.
 //
+// # Worst cases
+//
+// Bounds lists every limit in force with counter.(*Counter).WorstCase of
+// it: the most requests of one key the counter may accept in a window-long
+// interval. Alone that is L + floor(Tolerance x L); in a cluster it grows
+// with the number of nodes and with the sync interval against the window,
+// and can exceed 1 + Tolerance for short windows or small limits. It reads
+// the counter's current settings, so call it again after SetRules and after
+// the node count changes.
+//
 // # Concurrency and zero value
 //
 // A Limiter is safe for concurrent use: any number of goroutines may call

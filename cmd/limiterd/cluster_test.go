@@ -119,6 +119,15 @@ func TestServeCluster(t *testing.T) {
 	if code, body := get(t, base2+"/readyz"); code != 200 {
 		t.Fatalf("joined node not ready: %d %s", code, body)
 	}
+	// Without the budget each of the two nodes may admit the whole limit
+	// between syncs: 2 × 5 (slice tails of floor(5 × 0.05 / 2) = 0).
+	ratio := func(base string, want string) func() bool {
+		return func() bool {
+			_, m := get(t, base+"/metrics")
+			return strings.Contains(m, `limiterd_rule_worst_case_ratio{limit="5/60s",rule="default"} `+want+"\n")
+		}
+	}
+	eventually(t, "worst case ratio 2 on both nodes", func() bool { return ratio(base1, "2")() && ratio(base2, "2")() })
 	for range 3 {
 		if code, body := get(t, base1+"/check?key=k"); code != 200 {
 			t.Fatalf("check on a: %d %s", code, body)
@@ -143,4 +152,5 @@ func TestServeCluster(t *testing.T) {
 			return m.Name == "b" && m.State == "left"
 		})
 	})
+	eventually(t, "worst case ratio back to 1 on a alone", ratio(base1, "1"))
 }

@@ -95,7 +95,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err != nil {
 		return err
 	}
-	rel := newReloader(cfg.rulesPath, lim, sum, reg, log)
+	var ctrCluster *counter.ClusterConfig
+	if cfg.clustered() {
+		cc := cfg.counterCluster()
+		ctrCluster = &cc
+	}
+	bounds, err := newBoundsWatch(lim, cfg.counterConfig(), ctrCluster, reg, log)
+	if err != nil {
+		return err
+	}
+	bounds.check("rules loaded")
+	rel := newReloader(cfg.rulesPath, lim, sum, reg, log, func() { bounds.check("rules reloaded") })
 
 	// Take SIGHUP before anyone can learn our address and send it: its
 	// default action would end the process.
@@ -120,7 +130,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	hcfg.KeyHeader = cfg.keyHeader
 	var node *cluster.Node
 	if cfg.clustered() {
-		node, err = cluster.New(cfg.clusterConfig(publishedHTTPAddr(ln.Addr(), cfg.advertiseAddr)), ctr, reg, log)
+		ncfg := cfg.clusterConfig(publishedHTTPAddr(ln.Addr(), cfg.advertiseAddr))
+		// The worst case of every limit changes with the node count.
+		ncfg.OnNodesChanged = bounds.setNodes
+		node, err = cluster.New(ncfg, ctr, reg, log)
 		if err != nil {
 			return err
 		}

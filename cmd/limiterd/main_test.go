@@ -185,6 +185,11 @@ func TestServeChecksAndReloads(t *testing.T) {
 	if code, body := get(t, base+"/check?key=a"); code != 200 || !strings.Contains(body, `"limit":3`) {
 		t.Fatalf("after reload, third check for a: %d %s; want 200 with limit 3 (counts kept)", code, body)
 	}
+	eventually(t, "the worst case gauge to follow the reload", func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, `limiterd_rule_worst_case_ratio{limit="3/60s",rule="default"} 1`+"\n") &&
+			!strings.Contains(m, `limit="2/60s"`)
+	})
 
 	// An invalid file keeps the old rules and is counted.
 	if err := os.WriteFile(path, []byte("rules:\n  - name: default\n    limit: -1\n    window: 60s\n"), 0o644); err != nil {

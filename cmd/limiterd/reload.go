@@ -24,6 +24,8 @@ type reloader struct {
 	path string
 	lim  *limiter.Limiter
 	log  *slog.Logger
+	// applied, if set, is called after new rules are in force.
+	applied func()
 
 	reloads     *prometheus.CounterVec
 	lastSuccess prometheus.Gauge
@@ -33,9 +35,9 @@ type reloader struct {
 	sum [sha256.Size]byte // of the file content last applied
 }
 
-func newReloader(path string, lim *limiter.Limiter, sum [sha256.Size]byte, reg prometheus.Registerer, log *slog.Logger) *reloader {
+func newReloader(path string, lim *limiter.Limiter, sum [sha256.Size]byte, reg prometheus.Registerer, log *slog.Logger, applied func()) *reloader {
 	r := &reloader{
-		path: path, lim: lim, log: log, sum: sum,
+		path: path, lim: lim, log: log, sum: sum, applied: applied,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "limiterd_rule_reloads_total",
 			Help: "Rule file reloads by result (success, failure).",
@@ -87,6 +89,9 @@ func (r *reloader) reload(force bool, why string) {
 				r.lastSuccess.Set(1)
 				r.lastTime.SetToCurrentTime()
 				r.log.Info("rules reloaded", "file", r.path, "rules", len(rs.Rules), "trigger", why)
+				if r.applied != nil {
+					r.applied()
+				}
 				return
 			}
 		}
