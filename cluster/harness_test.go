@@ -219,8 +219,8 @@ func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 		}
 	}}
 	if o.nw != nil {
-		h.wrap = func(nt *memberlist.NetTransport) memberlist.NodeAwareTransport {
-			return &filterTransport{NodeAwareTransport: nt, self: fmt.Sprintf("127.0.0.1:%d", nt.GetAutoBindPort()), nw: o.nw}
+		h.wrap = func(nt *transport) memberlist.NodeAwareTransport {
+			return &filterTransport{NodeAwareTransport: nt, self: fmt.Sprintf("127.0.0.1:%d", nt.Port()), nw: o.nw}
 		}
 	}
 	tn.n, err = newNode(cfg, c, tn.reg, testLogger().With("test", t.Name()), h)

@@ -77,7 +77,7 @@ type member struct {
 // hooks let tests tune memberlist and wrap its transport.
 type hooks struct {
 	tune func(*memberlist.Config)
-	wrap func(*memberlist.NetTransport) memberlist.NodeAwareTransport
+	wrap func(*transport) memberlist.NodeAwareTransport
 }
 
 // New checks cfg, binds the memberlist listeners (so a taken port is an
@@ -175,21 +175,14 @@ func (n *Node) memberlistConfig(h hooks) (*memberlist.Config, error) {
 	if h.tune != nil {
 		h.tune(mc)
 	}
+	t, err := newTransport(mc.BindAddr, mc.BindPort, mc.Logger)
+	if err != nil {
+		return nil, err
+	}
+	mc.BindPort = t.Port() // the port bound when BindAddr asked for 0
+	mc.Transport = t
 	if h.wrap != nil {
-		var nt *memberlist.NetTransport
-		var err error
-		for range 10 { // port 0 binds TCP then UDP on the same port: may race
-			nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-				BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger,
-			})
-			if err == nil {
-				break
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: bind %s: %w", cfg.BindAddr, err)
-		}
-		mc.Transport = h.wrap(nt)
+		mc.Transport = h.wrap(t)
 	}
 	return mc, nil
 }

@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-sockaddr"
+	"github.com/hashicorp/memberlist"
+)
+
+// maxDatagram is the largest UDP payload: the read buffer's size.
+const maxDatagram = 65536
+
+// udpRecvBuf is the socket receive buffer asked for (as memberlist's own
+// transport does): a tick's datagrams from every peer arrive together.
+const udpRecvBuf = 2 << 20
+
+// transport is memberlist's network transport for limiterd: TCP and UDP on
+// one address, as memberlist.NetTransport, with one difference that matters
+// at limiterd's rates: NetTransport allocates a fresh 64 KiB buffer for every
+// datagram it reads (memberlist v0.7.0), which at a few thousand datagrams a
+// second per node was 14 % of a node's CPU in allocation alone, plus the
+// garbage collection it drove (docs/real-cluster.md). This one reads into
+// one buffer and hands memberlist a copy of the datagram's actual size.
+type transport struct {
+	bindIP   net.IP
+	port     int
+	tcp      *net.TCPListener
+	udp      *net.UDPConn
+	packetCh chan *memberlist.Packet
+	streamCh chan net.Conn
+	logger   *log.Logger
+
+	shutdown atomic.Bool
+	done     chan struct{} // closed by Shutdown: no one may read the channels any more
+	wg       sync.WaitGroup
+}
+
+var _ memberlist.NodeAwareTransport = (*transport)(nil)
+
+// newTransport listens on host:port over TCP and UDP. With port 0 it takes
+// a free TCP port and the same UDP port, trying again if another process
+// takes that UDP port in between.
+func newTransport(host string, port int, logger *log.Logger) (*transport, error) {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return nil, fmt.Errorf("cluster: bind address %q is not an IP address", host)
+	}
+	var err error
+	for range 10 {
+		var t *transport
+		if t, err = listen(ip, port, logger); err == nil {
+			t.wg.Add(2)
+			go t.readDatagrams()
+			go t.acceptStreams()
+			return t, nil
+		}
+		if port != 0 {
+			break
+		}
+	}
+	return nil, err
+}
+
+func listen(ip net.IP, port int, logger *log.Logger) (*transport, error) {
+	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen on TCP %s: %w", net.JoinHostPort(ip.String(), strconv.Itoa(port)), err)
+	}
+	port = tcp.Addr().(*net.TCPAddr).Port
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: port})
+	if err != nil {
+		_ = tcp.Close()
+		return nil, fmt.Errorf("cluster: listen on UDP %s: %w", net.JoinHostPort(ip.String(), strconv.Itoa(port)), err)
+	}
+	// Ask for a large receive buffer, settling for less where the system
+	// caps it; the default (200 KiB or so) overflows under a tick's burst.
+	for size := udpRecvBuf; size >= 64<<10; size /= 2 {
+		if udp.SetReadBuffer(size) == nil {
+			break
+		}
+	}
+	return &transport{
+		bindIP: ip, port: port, tcp: tcp, udp: udp, logger: logger,
+		packetCh: make(chan *memberlist.Packet),
+		streamCh: make(chan net.Conn),
+		done:     make(chan struct{}),
+	}, nil
+}
+
+// Port returns the port bound, TCP and UDP.
+func (t *transport) Port() int { return t.port }
+
+// FinalAdvertiseAddr returns ip:port when ip is given, else the bound
+// address (a private IP of this host when bound to all addresses, as
+// memberlist.NetTransport picks it) and the bound port.
+func (t *transport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+	if ip != "" {
+		addr := net.ParseIP(ip)
+		if addr == nil {
+			return nil, 0, fmt.Errorf("cluster: advertise address %q is not an IP address", ip)
+		}
+		if ip4 := addr.To4(); ip4 != nil {
+			addr = ip4
+		}
+		return addr, port, nil
+	}
+	if !t.bindIP.IsUnspecified() {
+		return t.bindIP, t.port, nil
+	}
+	priv, err := sockaddr.GetPrivateIP()
+	if err != nil {
+		return nil, 0, fmt.Errorf("cluster: find a private IP to advertise: %w", err)
+	}
+	addr := net.ParseIP(priv)
+	if addr == nil {
+		return nil, 0, errors.New("cluster: no private IP address to advertise; set the advertise address")
+	}
+	return addr, t.port, nil
+}
+
+// WriteTo sends one datagram to addr (HOST:PORT).
+func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return time.Time{}, err
+	}
+	// The send time is taken after the write, as close to the I/O as
+	// memberlist expects for its RTT estimates.
+	_, err = t.udp.WriteTo(b, ua)
+	return time.Now(), err
+}
+
+// WriteToAddress sends one datagram to a.Addr.
+func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	return t.WriteTo(b, a.Addr)
+}
+
+// PacketCh delivers received datagrams.
+func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packetCh }
+
+// DialTimeout opens a stream to addr.
+func (t *transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	return d.Dial("tcp", addr)
+}
+
+// DialAddressTimeout opens a stream to a.Addr.
+func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	return t.DialTimeout(a.Addr, timeout)
+}
+
+// StreamCh delivers accepted streams.
+func (t *transport) StreamCh() <-chan net.Conn { return t.streamCh }
+
+// Shutdown closes the listeners and waits for their goroutines.
+func (t *transport) Shutdown() error {
+	if t.shutdown.Swap(true) {
+		return nil
+	}
+	close(t.done)
+	errTCP, errUDP := t.tcp.Close(), t.udp.Close()
+	t.wg.Wait()
+	return errors.Join(errTCP, errUDP)
+}
+
+// readDatagrams reads datagrams into one buffer and hands memberlist a
+// right-sized copy of each, stamped as close to the read as possible.
+func (t *transport) readDatagrams() {
+	defer t.wg.Done()
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := t.udp.ReadFrom(buf)
+		at := time.Now()
+		if err != nil {
+			if t.shutdown.Load() {
+				return
+			}
+			t.logger.Printf("[ERR] cluster: reading a UDP datagram: %v", err)
+			continue
+		}
+		if n < 1 {
+			continue // memberlist needs at least its message-type byte
+		}
+		select {
+		case t.packetCh <- &memberlist.Packet{Buf: append([]byte(nil), buf[:n]...), From: from, Timestamp: at}:
+		case <-t.done:
+			return
+		}
+	}
+}
+
+// acceptStreams accepts TCP connections, backing off on errors (a full
+// file table) from 5 ms up to 1 s.
+func (t *transport) acceptStreams() {
+	defer t.wg.Done()
+	const maxDelay = time.Second
+	var delay time.Duration
+	for {
+		conn, err := t.tcp.AcceptTCP()
+		if err != nil {
+			if t.shutdown.Load() {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), maxDelay)
+			t.logger.Printf("[ERR] cluster: accepting a TCP connection: %v", err)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		select {
+		case t.streamCh <- conn:
+		case <-t.done:
+			_ = conn.Close()
+			return
+		}
+	}
+}
