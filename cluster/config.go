@@ -76,6 +76,15 @@ type Config struct {
 	GossipKey []byte
 	// SyncTransport is TransportUDP (default) or TransportTCP.
 	SyncTransport string
+	// SendSpread spreads the datagrams of one tick to one peer evenly over
+	// this share of SyncInterval after the tick (default 0.1: 20 ms of
+	// 200 ms; 0 sends them at once). Ticks are aligned on every node, so
+	// without it every node encodes, sends and merges in the same few
+	// milliseconds, and checks answered then wait (docs/real-cluster.md).
+	// At most 0.25: the budget assumes a delta is merged within the
+	// counter's DeliveryGrace (a quarter of the interval by default) of
+	// its tick.
+	SendSpread float64
 	// QueueLength is how many batches of messages may wait for one peer
 	// (each tick makes one batch); beyond it a batch is dropped and
 	// counted. Default 64, about 13 s of ticks at 200ms.
@@ -101,6 +110,7 @@ func DefaultConfig() Config {
 		RejoinInterval:      10 * time.Second,
 		LeaveTimeout:        2 * time.Second,
 		SyncTransport:       TransportUDP,
+		SendSpread:          0.1,
 		QueueLength:         64,
 	}
 	c.NodeName, _ = DefaultNodeName(c.BindAddr)
@@ -167,6 +177,9 @@ func (c Config) Validate() error {
 	}
 	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
+	}
+	if !(c.SendSpread >= 0 && c.SendSpread <= 0.25) {
+		bad("SendSpread must be between 0 and 0.25 (a share of SyncInterval), got %v", c.SendSpread)
 	}
 	if c.QueueLength < 1 {
 		bad("QueueLength must be positive, got %d", c.QueueLength)

@@ -38,6 +38,8 @@ func TestConfigValidate(t *testing.T) {
 		{"short key", func(c *Config) { c.GossipKey = make([]byte, 15) }, "GossipKey must have 16, 24 or 32 bytes"},
 		{"quic", func(c *Config) { c.SyncTransport = "quic" }, "SyncTransport"},
 		{"no queue", func(c *Config) { c.QueueLength = 0 }, "QueueLength"},
+		{"negative spread", func(c *Config) { c.SendSpread = -0.1 }, "SendSpread"},
+		{"spread past the grace", func(c *Config) { c.SendSpread = 0.3 }, "SendSpread"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -360,6 +360,9 @@ func (n *Node) broadcast(msgs [][]byte) {
 		return
 	}
 	b := batch{msgs: msgs, reliable: n.cfg.SyncTransport == TransportTCP}
+	if !b.reliable {
+		b.spread = time.Duration(n.cfg.SendSpread * float64(n.cfg.SyncInterval))
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, s := range n.senders {

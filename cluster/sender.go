@@ -16,6 +16,9 @@ type batch struct {
 	// reliable sends over a stream (memberlist SendReliable) rather than in
 	// datagrams: catch-up state, and everything with TransportTCP.
 	reliable bool
+	// spread is how long the sends of the batch may take (Config.SendSpread
+	// of the interval). Zero sends them back to back.
+	spread time.Duration
 }
 
 // sender owns the sends to one peer, so that a slow or unreachable peer
@@ -95,7 +98,16 @@ func (n *Node) send(s *sender, b batch) {
 	if nd == nil {
 		return
 	}
+	start := time.Now()
 	for i, m := range b.msgs {
+		if b.spread > 0 && i > 0 {
+			// Message i is due i/len of the spread after the first. Gaps
+			// under a millisecond are not worth a timer: those messages
+			// go out together with the next due one.
+			if d := time.Until(start.Add(b.spread * time.Duration(i) / time.Duration(len(b.msgs)))); d >= time.Millisecond {
+				time.Sleep(d)
+			}
+		}
 		var err error
 		if b.reliable || len(m) > n.dgram {
 			err = n.ml.SendReliable(nd, m)

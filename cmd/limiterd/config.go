@@ -38,6 +38,7 @@ type config struct {
 	advertiseAddr       string
 	join                []string
 	syncInterval        time.Duration
+	syncSpread          float64
 	antiEntropyInterval time.Duration
 	rejoinInterval      time.Duration
 	clusterLabel        string
@@ -82,6 +83,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
 	fs.StringVar(&cfg.clusterLabel, "cluster-label", "", "`LABEL` carried by all cluster traffic; nodes with another label are ignored (at most 255 bytes)")
 	gossipKey := fs.String("gossip-key", "", "`BASE64` of a 16, 24 or 32-byte key that encrypts and authenticates cluster traffic (AES-GCM); nodes without it cannot join or inject counts. Prefer the environment variable: flags show in ps")
+	fs.Float64Var(&cfg.syncSpread, "sync-spread", cdefs.SendSpread, "spread each tick's datagrams to a peer over this share of -sync-interval after the tick, so that the nodes' aligned ticks do not all send and merge at once (0: at once; at most 0.25)")
 	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
 	fs.BoolVar(&cfg.budget, "budget", counter.DefaultClusterConfig("-").Budget, "between two syncs, admit at most this node's share of what a key has left (bounds a burst spread over all nodes; a client at its limit rate never meets it)")
 	fs.Usage = func() {
@@ -202,6 +204,7 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.Label = c.clusterLabel
 	cc.GossipKey = c.gossipKey
 	cc.SyncTransport = c.syncTransport
+	cc.SendSpread = c.syncSpread
 	return cc
 }
 
