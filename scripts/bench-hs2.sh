@@ -39,6 +39,7 @@ PROFILE=${PROFILE:-1}
 PROFILE_SECONDS=${PROFILE_SECONDS:-15}
 PROFILE_RATE=${PROFILE_RATE:-} # default: the highest rate whose throughput was sustained
 SYNC=${SYNC:-200ms} # the nodes' -sync-interval; limitload breaks latency down by its phase
+NODE_ARGS=${NODE_ARGS:-} # more limiterd flags for every node, e.g. "-sync-spread 0"
 HTTP_BASE=${HTTP_BASE:-18180}
 GOSSIP_BASE=${GOSSIP_BASE:-18040}
 PPROF_ADDR=${PPROF_ADDR:-127.0.0.1:18099}
@@ -78,6 +79,8 @@ fi
 for i in $(seq 1 "$NODES"); do
   args=(-node-name "node$i" -http-addr "$(http "$i")" -bind-addr "127.0.0.1:$((GOSSIP_BASE + i))"
     -rules "$work/rules.yaml" -log-level warn -sync-interval "$SYNC")
+  # shellcheck disable=SC2206 # NODE_ARGS is split on purpose: extra limiterd flags
+  args+=($NODE_ARGS)
   [ "$i" -gt 1 ] && args+=(-join "127.0.0.1:$((GOSSIP_BASE + 1))")
   [ "$i" -eq 1 ] && args+=("${pprof_flag[@]}")
   "$bin/limiterd" "${args[@]}" >"$work/node$i.log" 2>&1 &
