@@ -47,7 +47,8 @@ bench-micro: ## counter, limiter and handler micro-benchmarks
 bench-loopback: ## /check vs a no-op handler over loopback with wrk (DURATION, CONNS, KEYS, ROUNDS)
 	scripts/bench-loopback.sh
 
-bench-sync: ## sync traffic of 3 and 8 in-process nodes at HS2 load
+bench-sync: ## sync traffic of 3 and 8 in-process nodes at HS2 load; one node's sync path
+	$(GO) test ./cluster -run '^$$' -bench 'Syncer' -benchmem -count 3
 	$(GO) test ./cluster -run '^$$' -bench SyncTransport -benchtime 50x
 	BENCH_NODES=8 $(GO) test ./cluster -run '^$$' -bench 'SyncTransport/nodes=8/(alone|udp|tcp)$$' -benchtime 50x
 

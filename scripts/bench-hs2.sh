@@ -10,6 +10,8 @@
 # response time, counted from each request's scheduled instant, of P99_MS or
 # more) it steps down through STEPS (STEP_DURATION each) to the highest rate
 # that is, and tries once halfway between that and the last failure. Every
+# run (and the profile) starts a fresh cluster: a run the machine cannot
+# carry leaves full windows and backlogs that would slow the next. Every
 # run also breaks latency down by the phase of the send instant within the
 # nodes' aligned sync ticks (limitload --phase). Then, with PROFILE=1, it runs
 # PROFILE_SECONDS more at PROFILE_RATE (default: the highest rate whose
@@ -61,11 +63,15 @@ rules:
 EOF
 
 pids=()
-stop() {
+stop_cluster() {
   if [ ${#pids[@]} -gt 0 ]; then
     kill -TERM "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
   fi
+  pids=()
+}
+stop() {
+  stop_cluster
   rm -rf "$work/bin"
 }
 trap stop EXIT
@@ -76,24 +82,30 @@ help=$("$bin/limiterd" -h 2>&1 || true) # (not piped into grep -q: with pipefail
 if [ "$PROFILE" = 1 ] && [[ $help == *-pprof-addr* ]]; then
   pprof_flag=(-pprof-addr "$PPROF_ADDR")
 fi
-for i in $(seq 1 "$NODES"); do
-  args=(-node-name "node$i" -http-addr "$(http "$i")" -bind-addr "127.0.0.1:$((GOSSIP_BASE + i))"
-    -rules "$work/rules.yaml" -log-level warn -sync-interval "$SYNC")
-  # shellcheck disable=SC2206 # NODE_ARGS is split on purpose: extra limiterd flags
-  args+=($NODE_ARGS)
-  [ "$i" -gt 1 ] && args+=(-join "127.0.0.1:$((GOSSIP_BASE + 1))")
-  [ "$i" -eq 1 ] && args+=("${pprof_flag[@]}")
-  "$bin/limiterd" "${args[@]}" >"$work/node$i.log" 2>&1 &
-  pids+=($!)
-done
-converged() {
+# start_cluster: a fresh cluster for every run. A run at a rate the machine
+# cannot carry leaves every node with full windows and a backlog that
+# slows the next run down, so runs never share a cluster.
+start_cluster() {
+  stop_cluster
   for i in $(seq 1 "$NODES"); do
-    n=$(curl -fs "http://$(http "$i")/cluster" | grep -o '"state":"alive"' | wc -l) || return 1
-    [ "$n" -eq "$NODES" ] || return 1
+    args=(-node-name "node$i" -http-addr "$(http "$i")" -bind-addr "127.0.0.1:$((GOSSIP_BASE + i))"
+      -rules "$work/rules.yaml" -log-level warn -sync-interval "$SYNC")
+    # shellcheck disable=SC2206 # NODE_ARGS is split on purpose: extra limiterd flags
+    args+=($NODE_ARGS)
+    [ "$i" -gt 1 ] && args+=(-join "127.0.0.1:$((GOSSIP_BASE + 1))")
+    [ "$i" -eq 1 ] && args+=("${pprof_flag[@]}")
+    "$bin/limiterd" "${args[@]}" >"$work/node$i.log" 2>&1 &
+    pids+=($!)
   done
+  converged() {
+    for i in $(seq 1 "$NODES"); do
+      n=$(curl -fs "http://$(http "$i")/cluster" | grep -o '"state":"alive"' | wc -l) || return 1
+      [ "$n" -eq "$NODES" ] || return 1
+    done
+  }
+  for _ in $(seq 300); do converged && break; sleep 0.1; done
+  converged || { echo "the cluster did not converge; logs in $work" >&2; tail -n 3 "$work"/node*.log >&2; exit 1; }
 }
-for _ in $(seq 300); do converged && break; sleep 0.1; done
-converged || { echo "the cluster did not converge; logs in $work" >&2; tail -n 3 "$work"/node*.log >&2; exit 1; }
 
 targets=$(for i in $(seq 1 "$NODES"); do printf '%s,' "$(http "$i")"; done)
 targets=${targets%,}
@@ -119,6 +131,7 @@ snapshot() {
 # measure NAME RATE DURATION: one limitload run; sets $pass (0/1).
 measure() {
   local name=$1 rate=$2 dur=$3 base=$OUT/$1
+  start_cluster
   snapshot "$base.before"
   local t0 t1 vmpid
   vmstat 1 >"$base.vmstat" 2>/dev/null &
@@ -237,6 +250,7 @@ if [ "$PROFILE" = 1 ]; then
   prate=${PROFILE_RATE:-${prate:-${best:-$RATE}}}
   echo
   echo "## Where the time goes, at $prate/s"
+  start_cluster
   "$bin/limitload" --targets "$targets" --pattern keys --keys "$KEYS" --zipf-s "$ZIPF_S" --rate "$prate" \
     --duration "${PROFILE_SECONDS}s" --limit 600 --window 60s --conns "$CONNS" --progress 0 --run-id "profile-$(date +%s)" \
     --phase "$SYNC" --json >"$OUT/profile.json" 2>"$OUT/profile.err" &
