@@ -82,7 +82,8 @@ func benchSync(b *testing.B, k int, alone, compress bool, config func(*Config)) 
 		// failures that the real deployment, a node per host, would not.
 		lan := memberlist.DefaultLANConfig()
 		mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval = lan.ProbeInterval, lan.ProbeTimeout, lan.GossipInterval
-		mc.PushPullInterval, mc.SuspicionMult, mc.SuspicionMaxTimeoutMult = lan.PushPullInterval, lan.SuspicionMult, lan.SuspicionMaxTimeoutMult
+		mc.SuspicionMult, mc.SuspicionMaxTimeoutMult = lan.SuspicionMult, lan.SuspicionMaxTimeoutMult
+		mc.PushPullInterval = 5 * time.Second // limiterd's (memberlistConfig)
 		mc.IndirectChecks, mc.RetransmitMult, mc.TCPTimeout = lan.IndirectChecks, lan.RetransmitMult, lan.TCPTimeout
 		mc.EnableCompression = compress
 	}

@@ -322,6 +322,13 @@ func waitCounts(t testing.TB, key string, want int64, nodes ...*tnode) {
 // waitAlive waits until every node sees exactly k alive members.
 func waitAlive(t testing.TB, k int, nodes ...*tnode) {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			for _, tn := range nodes {
+				t.Logf("%s sees %d alive: %+v", tn.name, tn.alive(), tn.n.Status().Members)
+			}
+		}
+	}()
 	waitFor(t, fmt.Sprintf("%d alive members on every node", k), func() bool {
 		for _, tn := range nodes {
 			if tn.alive() != k {
