@@ -62,6 +62,7 @@ bench-sim: build ## limitsim: seed tables, cross-node burst, cluster scale, char
 bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
 	LIMITERD_E2E_LONG=1 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
 	LIMITERD_E2E_LONG=1 LIMITERD_E2E_LIMIT=600 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
+	LIMITERD_E2E_LONG=1 LIMITERD_E2E_LIMIT=600 LIMITERD_E2E_SYNC=200ms $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
 	LIMITERD_E2E_NODES=8 $(GO) test ./e2e -count=1 -run TestClusterEndToEnd -v
 
 bench-cluster: build ## the seed's experiments against a real 8-node cluster with limitload (WINDOW, LIMIT)
