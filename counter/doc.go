@@ -81,6 +81,14 @@
 // 10/s to 10,000/s, and describes the adversarial pattern that gets past it
 // when messages take time to arrive.
 //
+// What travels: AppendChanges returns, once per sync interval, the local
+// slices opened or grown since the previous call (a slice sent and not
+// grown since is not sent again); AppendHot returns a node's slices of the
+// keys whose window holds at least ClusterConfig.HotShare of their limit,
+// for anti-entropy, from a set the counter keeps as counts cross that
+// share, so its cost follows the hot keys, not all keys; AppendState
+// returns every live slice of an origin, for a peer that (re)joins.
+//
 // Slice starts are read on the origin's clock. If node clocks differ by d,
 // a receiver counts a peer's slice for W - d or W + d of its own time: too
 // short lets up to d worth of that peer's requests through early (NFR1),
