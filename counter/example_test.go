@@ -30,3 +30,27 @@ func Example() {
 	// t0+3s allowed=false remaining=0 retry_after=7s
 	// t0+10s allowed=true remaining=0 retry_after=0s
 }
+
+// WorstCase tells whether a limit keeps the 1.1x promise in a cluster: a
+// minute's limit does on 8 nodes at the default 200 ms sync, a 10 s window
+// does not, and a limit of 10 per second cannot be shared among 8 nodes.
+func ExampleCounter_WorstCase() {
+	c, err := counter.New(counter.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("one node, 600 per minute:", c.WorstCase(600, time.Minute))
+	cc := counter.DefaultClusterConfig("node-1")
+	cc.Nodes = 8
+	if err := c.SetCluster(cc); err != nil {
+		panic(err)
+	}
+	fmt.Println("8 nodes, 600 per minute:", c.WorstCase(600, time.Minute))
+	fmt.Println("8 nodes, 600 per 10 s:", c.WorstCase(600, 10*time.Second))
+	fmt.Println("8 nodes, 10 per second:", c.WorstCase(10, time.Second))
+	// Output:
+	// one node, 600 per minute: 660
+	// 8 nodes, 600 per minute: 648
+	// 8 nodes, 600 per 10 s: 744
+	// 8 nodes, 10 per second: 34
+}
