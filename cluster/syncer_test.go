@@ -194,3 +194,49 @@ func newTestNodeF(f *testing.F) testNode {
 	}
 	return testNode{c, s, lim}
 }
+
+// TestTwoRestartedNodesLearnEachOther: a and b restart together. c gives
+// each its own slices back (StateFor carries only the sender's and the
+// receiver's), so a learns b's count only from b: b sends its restored
+// slices on at its next tick.
+func TestTwoRestartedNodesLearnEachOther(t *testing.T) {
+	a, b, c := newTestNode(t, "a", 3), newTestNode(t, "b", 3), newTestNode(t, "c", 3)
+	var res [1]counter.Result
+	for i := range 30 {
+		a.c.Allow(at(int64(i)), "k", 1, []counter.Limit{a.lim}, res[:])
+		b.c.Allow(at(int64(i)), "k", 1, []counter.Limit{b.lim}, res[:])
+	}
+	for _, from := range []testNode{a, b} {
+		msgs, _ := from.s.Tick(at(100))
+		deliver(t, c, at(100), msgs)
+	}
+	if got := c.count(t, 101, "k"); got != 60 {
+		t.Fatalf("c counts %d, want 60", got)
+	}
+
+	a2, b2 := newTestNode(t, "a", 3), newTestNode(t, "b", 3) // restarted, empty
+	for _, n := range []testNode{a2, b2} {
+		hello, err := n.s.Hello(at(200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliver(t, n, at(200), deliver(t, c, at(200), hello))
+	}
+	// Each has its own 30 back and knows nothing of the other's.
+	if got := a2.count(t, 201, "k"); got != 30 {
+		t.Fatalf("a after its hello counts %d, want its own 30", got)
+	}
+	// Their next ticks carry the restored slices on.
+	for _, pair := range [][2]testNode{{b2, a2}, {a2, b2}} {
+		msgs, err := pair[0].s.Tick(at(400))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliver(t, pair[1], at(400), msgs)
+	}
+	for name, n := range map[string]testNode{"a": a2, "b": b2} {
+		if got := n.count(t, 401, "k"); got != 60 {
+			t.Errorf("restarted %s counts %d after a tick, want 60", name, got)
+		}
+	}
+}

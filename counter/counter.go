@@ -40,12 +40,13 @@ type limitInfo struct {
 // live in the same shard, so one lock makes a multi-limit check atomic.
 type shard struct {
 	mu        sync.Mutex
-	tables    []table        // indexed by Limit.slot
-	keys      int            // entries over all tables
-	lastSweep int64          // unix ms of the last capacity-driven sweep
-	dirty     []dirtyRef     // keys with local changes not yet collected (cluster mode)
-	hot       hotSet         // keys that reached HotShare of a limit (cluster mode)
-	_         [128 - 80]byte // 128 bytes a shard: neighbours never share a cache line
+	tables    []table         // indexed by Limit.slot
+	keys      int             // entries over all tables
+	lastSweep int64           // unix ms of the last capacity-driven sweep
+	dirty     []dirtyRef      // keys with local changes not yet collected (cluster mode)
+	hot       hotSet          // keys that reached HotShare of a limit (cluster mode)
+	restored  []dirtyRef      // keys whose own slices a peer gave back: sent on at the next AppendChanges
+	_         [128 - 104]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.

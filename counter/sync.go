@@ -1,6 +1,8 @@
 package counter
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,10 +92,16 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 				s.hot.mark(lastSlot, e.Key)
 			}
 			if origin == 0 {
-				// Our own slice from before a restart: closed to new requests,
-				// and not ours to send again.
+				// Our own slice from before a restart: closed to new requests.
+				// The next AppendChanges sends it on to every peer: a peer that
+				// restarted at the same time lost it too, and learns a third
+				// node's slices only from that node (StateFor carries the
+				// sender's and the receiver's own).
 				st.set(flagClosed, true)
 				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+				if ref := (dirtyRef{slot: lastSlot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
+					s.restored = append(s.restored, ref) // a key's slices come together: list it once
+				}
 			}
 		} else {
 			ms.Unchanged++
@@ -186,6 +194,27 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		}
 		clear(s.dirty)
 		s.dirty = s.dirty[:0]
+		if len(s.restored) > 1 {
+			// A key restored by several messages is listed once each.
+			slices.SortFunc(s.restored, func(a, b dirtyRef) int { return cmp.Or(cmp.Compare(a.slot, b.slot), strings.Compare(a.key, b.key)) })
+			s.restored = slices.Compact(s.restored)
+		}
+		for _, ref := range s.restored {
+			t := &s.tables[ref.slot]
+			st, ok := t.m[ref.key]
+			if !ok {
+				continue
+			}
+			for j, sl := range st.slices {
+				// Restored slices lie before sentOff; from sentOff on, the
+				// dirty list above sends what changed.
+				if start := st.start(j); sl.origin == 0 && sl.off < st.sentOff && start > nowMs-t.windowMs {
+					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
+				}
+			}
+		}
+		clear(s.restored)
+		s.restored = s.restored[:0]
 		s.mu.Unlock()
 	}
 	return dst
