@@ -111,7 +111,7 @@ func TestClusterEndToEnd(t *testing.T) {
 // The most accepted in any window must stay within the bound the counter
 // derives for the same settings (counter.WorstCase), and within 1.1x the
 // limit whenever that bound is: with a 10 s window a 200 ms sync is not
-// (600 per 10 s on 8 nodes: 744 = 1.24x; measured 641-683 in six runs),
+// (600 per 10 s on 8 nodes: 744 = 1.24x; measured 631-683 in eight runs),
 // and a limit of 60 is too small to share among 8 nodes within 1.1x at
 // any interval (68 = 1.133x), as limiterd itself warns.
 func TestAccuracyOverHTTP(t *testing.T) {
