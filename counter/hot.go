@@ -39,13 +39,7 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 	}
 	nowMs := now.UnixMilli()
 	ids, maxes, names := c.snapshotNames()
-	o := -1
-	for i, n := range names {
-		if n == origin {
-			o = i
-			break
-		}
-	}
+	o := originIndex(names, origin)
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -60,24 +54,11 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 				delete(s.hot, ref)
 				continue
 			}
-			var n int64
-			for j, sl := range st.slices {
-				if st.start(j) > nowMs-t.windowMs {
-					n += int64(sl.n)
-				}
-			}
-			if !cs.isHot(n, maxes[ref.slot]) {
+			if !cs.isHot(st.liveCount(nowMs, t.windowMs), maxes[ref.slot]) {
 				delete(s.hot, ref)
 				continue
 			}
-			if o < 0 {
-				continue
-			}
-			for j, sl := range st.slices {
-				if int(sl.origin) == o && st.start(j) > nowMs-t.windowMs {
-					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: origin, Start: st.start(j), Count: sl.n})
-				}
-			}
+			dst = st.appendOrigin(dst, ids[ref.slot], ref.key, origin, o, nowMs, t.windowMs)
 		}
 		s.mu.Unlock()
 	}

@@ -11,17 +11,7 @@ import (
 
 // ownSlices returns origin's live slices as a node holds them, sorted.
 func ownSlices(c *Counter, now time.Time, origin string) []Entry {
-	es := c.AppendState(nil, now, origin, 0)
-	slices.SortFunc(es, func(a, b Entry) int {
-		if a.Key != b.Key {
-			if a.Key < b.Key {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Start - b.Start)
-	})
-	return es
+	return sortEntries(c.AppendState(nil, now, origin, 0))
 }
 
 // TestChangesSendEachSliceOnceUnchanged drives a node whose slices close on

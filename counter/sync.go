@@ -262,13 +262,7 @@ func (s *state) sentSliceGrew(tick uint32) bool {
 func (c *Counter) AppendState(dst []Entry, now time.Time, origin string, minShare float64) []Entry {
 	nowMs := now.UnixMilli()
 	ids, maxes, names := c.snapshotNames()
-	o := -1
-	for i, n := range names {
-		if n == origin {
-			o = i
-			break
-		}
-	}
+	o := originIndex(names, origin)
 	if o < 0 {
 		return dst
 	}
@@ -281,25 +275,46 @@ func (c *Counter) AppendState(dst []Entry, now time.Time, origin string, minShar
 				continue
 			}
 			for key, st := range t.m {
-				if minShare > 0 {
-					var n int64
-					for j, sl := range st.slices {
-						if st.start(j) > nowMs-t.windowMs {
-							n += int64(sl.n)
-						}
-					}
-					if float64(n) < minShare*float64(maxes[slot]) {
-						continue
-					}
+				if minShare > 0 && float64(st.liveCount(nowMs, t.windowMs)) < minShare*float64(maxes[slot]) {
+					continue
 				}
-				for j, sl := range st.slices {
-					if int(sl.origin) == o && st.start(j) > nowMs-t.windowMs {
-						dst = append(dst, Entry{Limit: ids[slot], Key: key, Origin: origin, Start: st.start(j), Count: sl.n})
-					}
-				}
+				dst = st.appendOrigin(dst, ids[slot], key, origin, o, nowMs, t.windowMs)
 			}
 		}
 		s.mu.Unlock()
+	}
+	return dst
+}
+
+// originIndex returns origin's number in names, or -1.
+func originIndex(names []string, origin string) int {
+	for i, n := range names {
+		if n == origin {
+			return i
+		}
+	}
+	return -1
+}
+
+// liveCount returns the requests in the slices that start inside the
+// window ending at nowMs (expire need not have run).
+func (s *state) liveCount(nowMs, windowMs int64) int64 {
+	var n int64
+	for j, sl := range s.slices {
+		if s.start(j) > nowMs-windowMs {
+			n += int64(sl.n)
+		}
+	}
+	return n
+}
+
+// appendOrigin appends the live slices of origin number o as entries of
+// (limitID, key).
+func (s *state) appendOrigin(dst []Entry, limitID, key, origin string, o int, nowMs, windowMs int64) []Entry {
+	for j, sl := range s.slices {
+		if int(sl.origin) == o && s.start(j) > nowMs-windowMs {
+			dst = append(dst, Entry{Limit: limitID, Key: key, Origin: origin, Start: s.start(j), Count: sl.n})
+		}
 	}
 	return dst
 }
