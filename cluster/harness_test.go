@@ -179,20 +179,27 @@ type nodeOpts struct {
 	limit  int64                    // the "default" limit, 1000 if 0
 }
 
+// testConfig is the node configuration of the tests: loopback, fast
+// sync, anti-entropy, rejoin and leave.
+func testConfig(name string, port int, join []string) Config {
+	cfg := DefaultConfig()
+	cfg.NodeName = name
+	cfg.BindAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	cfg.Join = join
+	cfg.SyncInterval = 50 * time.Millisecond
+	cfg.AntiEntropyInterval = 200 * time.Millisecond
+	cfg.RejoinInterval = 300 * time.Millisecond
+	cfg.LeaveTimeout = 500 * time.Millisecond
+	return cfg
+}
+
 func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 	t.Helper()
 	c, err := counter.New(counter.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.NodeName = name
-	cfg.BindAddr = fmt.Sprintf("127.0.0.1:%d", o.port)
-	cfg.Join = o.join
-	cfg.SyncInterval = 50 * time.Millisecond
-	cfg.AntiEntropyInterval = 200 * time.Millisecond
-	cfg.RejoinInterval = 300 * time.Millisecond
-	cfg.LeaveTimeout = 500 * time.Millisecond
+	cfg := testConfig(name, o.port, o.join)
 	if o.config != nil {
 		o.config(&cfg)
 	}

@@ -29,14 +29,7 @@ func notifyingNode(t *testing.T, name string, join []string) (*Node, func() []no
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.NodeName = name
-	cfg.BindAddr = "127.0.0.1:0"
-	cfg.Join = join
-	cfg.SyncInterval = 50 * time.Millisecond
-	cfg.AntiEntropyInterval = 200 * time.Millisecond
-	cfg.RejoinInterval = 300 * time.Millisecond
-	cfg.LeaveTimeout = 500 * time.Millisecond
+	cfg := testConfig(name, 0, join)
 	var (
 		mu    sync.Mutex
 		calls []nodesCall
