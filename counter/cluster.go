@@ -167,3 +167,14 @@ func (cs *clusterState) floor(max, windowMs int64) int64 {
 	span := float64(cs.syncInterval.Milliseconds() + cs.graceMs)
 	return int64(math.Ceil(cs.BudgetFloor * float64(max) * span / float64(windowMs)))
 }
+
+// Cluster returns the cluster settings in force and true, or false in
+// single-node mode. The cluster layer reads its sync interval here, so the
+// interval has one source of truth.
+func (c *Counter) Cluster() (ClusterConfig, bool) {
+	cs := c.cluster.Load()
+	if cs == nil {
+		return ClusterConfig{}, false
+	}
+	return cs.ClusterConfig, true
+}
