@@ -74,6 +74,11 @@ type Decision struct {
 	// Untracked reports that the key was not tracked because the counter is at
 	// its MaxKeys cap; the request is allowed and nothing is counted (see doc.go).
 	Untracked bool
+	// Coordinate reports, in a coordinated cluster, that the request fits
+	// the window as this node knows it but not this node's blind share:
+	// nothing was counted, Allowed is false, and the key's coordinator must
+	// decide (see Counter.Allow). Never set together with a denial.
+	Coordinate bool
 	// RetryAfter is the longest RetryAfter over the limits without room.
 	RetryAfter time.Duration
 }

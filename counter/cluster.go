@@ -44,11 +44,18 @@ type ClusterConfig struct {
 	// message could change a decision. The counter notes a key when a local
 	// request or a merge brings it there, so AppendHot visits only those.
 	HotShare float64
+	// Coordinated makes the key's coordinator decide at the margin (SPEC,
+	// "Both halves at once"): a node admits alone only what fits its blind
+	// share of the key (Blind) and, past it, Allow returns
+	// Decision.Coordinate instead of applying the budget; the budget is then
+	// the fallback (AllowFallback) for when the coordinator cannot be
+	// reached. Default true.
+	Coordinated bool
 }
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with.
 func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5}
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5, Coordinated: true}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
@@ -122,6 +129,30 @@ func (cs *clusterState) maxTail(max, tolPPM int64) int64 {
 	return max * cs.tailPPM / 1e6
 }
 
+// coordinated reports whether the coordinator decides at the margin: a
+// cluster of more than one node with Coordinated set. Safe on nil.
+func (cs *clusterState) coordinated() bool {
+	return cs != nil && cs.Coordinated && cs.Nodes > 1
+}
+
+// blind is a node's blind share of a limit of max: what it may admit of one
+// key that no other node knows of yet. All N nodes' blind admissions and
+// their slices' hidden tails (N·T) together stay within the tolerance:
+// N·blind + N·T <= Tolerance·max. Below that the coordinator decides.
+func (cs *clusterState) blind(max, tolPPM int64) int64 {
+	n := int64(cs.Nodes)
+	return (max*tolPPM/1e6 - n*cs.maxTail(max, tolPPM)) / n
+}
+
+// grantTTLMs is how long a coordinator counts a grant that the merged
+// slices do not show yet: the asker counts it within its deadline, sends
+// it at its next tick and the message arrives within the grace, so after
+// two intervals and the grace the merged view holds it (or the asker never
+// counted it: its answer was lost and its fallback said no).
+func (cs *clusterState) grantTTLMs() int64 {
+	return 2*cs.syncInterval.Milliseconds() + cs.graceMs
+}
+
 // withinBudget reports whether hits more local requests fit the budget of
 // a key that counts count, unacked of them local and maybe unknown to peers.
 func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
@@ -139,8 +170,10 @@ func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
 // its current cluster settings, can accept in any interval of length window
 // for a limit of max: L + T on a single node (doc.go), and in cluster mode
 // the bound derived in docs/blind-interval.md for ticks at one instant and
-// delivery within the grace, L + N·f + N·T with the budget (L − 1 + N + N·T
-// when its floor f is 0) and N·(L + T) without. Divided by max it is the
+// delivery within the grace: L + N·b + N·T with coordination (b the blind
+// share, Blind; what a healthy cluster keeps, see doc.go), and without it
+// L + N·f + N·T with the budget (L − 1 + N + N·T when its floor f is 0) and
+// N·(L + T) without. Divided by max it is the
 // ratio that 1 + Tolerance promises; with windows short against the sync
 // interval, or limits small against the number of nodes, it exceeds it.
 func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
@@ -150,6 +183,9 @@ func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
 	}
 	n := int64(cs.Nodes)
 	tail := n * cs.maxTail(max, c.tolPPM)
+	if cs.Coordinated {
+		return max + n*cs.blind(max, c.tolPPM) + tail
+	}
 	if !cs.Budget {
 		return n*max + tail
 	}

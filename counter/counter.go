@@ -33,6 +33,7 @@ type Counter struct {
 type limitInfo struct {
 	id       string // name|windowMs|slices, the limit's identity on the wire
 	windowMs int64
+	sliceMs  int64
 	max      int64 // the max of the latest registration
 }
 
@@ -46,7 +47,8 @@ type shard struct {
 	dirty     []dirtyRef      // keys with local changes not yet collected (cluster mode)
 	hot       hotSet          // keys that reached HotShare of a limit (cluster mode)
 	restored  []dirtyRef      // keys whose own slices a peer gave back: sent on at the next AppendChanges
-	_         [128 - 104]byte // 128 bytes a shard: neighbours never share a cache line
+	coord     *coordState     // grants and remembered denials (coordinated cluster), nil until first used
+	_         [128 - 112]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.
@@ -111,7 +113,7 @@ func (c *Counter) Limit(name string, max int64, window time.Duration, slices int
 		}
 		slot = uint16(len(c.slots))
 		c.slots[id] = slot
-		c.infos = append(c.infos, limitInfo{id: id, windowMs: windowMs})
+		c.infos = append(c.infos, limitInfo{id: id, windowMs: windowMs, sliceMs: windowMs / int64(slices)})
 	}
 	c.infos[slot].max = max
 	return Limit{slot: slot, max: max, windowMs: windowMs, sliceMs: windowMs / int64(slices), name: name}, nil
@@ -142,7 +144,48 @@ func (c *Counter) AllowNow(key string, hits int64, limits []Limit, results []Res
 // limits[i]. It returns ErrInvalidHits when hits < 1 or hits exceeds a limit
 // (such a request can never fit) and ErrTooManyLimits for more than
 // MaxLimitsPerCall limits; nothing is counted then.
+//
+// In a coordinated cluster (ClusterConfig.Coordinated) a request that fits
+// the window as this node knows it but not its blind share returns
+// Decision.Coordinate, with nothing counted: the caller asks the key's
+// coordinator (PrepareAsk here, Coordinate there) and then counts a grant
+// with Grant, or decides with AllowFallback when no answer comes in time.
 func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
+	return c.allow(t, key, hits, limits, results, modeAuto)
+}
+
+// AllowFallback is Allow for a node that could not reach the key's
+// coordinator in time: it decides alone, with the per-node budget
+// (ClusterConfig.Budget) in place of the coordinator, and never returns
+// Decision.Coordinate.
+func (c *Counter) AllowFallback(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
+	return c.allow(t, key, hits, limits, results, modeFallback)
+}
+
+// Grant counts hits that the key's coordinator granted (Coordinate returned
+// Allowed for this node's ask), without checking the window again: the
+// coordinator decided on a view that includes this node's slices as the
+// ask carried them. results get the local view after the hits.
+func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
+	return c.allow(t, key, hits, limits, results, modeGrant)
+}
+
+// mode selects how allow decides a request that fits the window.
+type mode uint8
+
+const (
+	// modeAuto: the blind share, else Decision.Coordinate; without
+	// coordination, the budget as configured.
+	modeAuto mode = iota
+	// modeFallback: the budget decides in place of the coordinator.
+	modeFallback
+	// modeDecide: this node coordinates the key; the window alone decides.
+	modeDecide
+	// modeGrant: the coordinator said yes; count without a check.
+	modeGrant
+)
+
+func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, results []Result, m mode) (Decision, error) {
 	if len(limits) > MaxLimitsPerCall {
 		return Decision{}, fmt.Errorf("%w: %d > %d", ErrTooManyLimits, len(limits), MaxLimitsPerCall)
 	}
@@ -166,6 +209,7 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 	)
 	d := Decision{Allowed: true}
 	cs := c.cluster.Load()
+	coordinated := cs.coordinated()
 	s := c.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,8 +223,13 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 			dirty[i] = st.expire(at[i], l.windowMs)
 			count = st.count()
 		}
+		if s.coord != nil {
+			// Grants this node made as the key's coordinator that the
+			// merged slices do not show yet (coordinate.go).
+			count += s.coord.invisible(dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs)
+		}
 		states[i], found[i] = st, ok
-		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
 		var unacked int64
 		if cs != nil {
 			st.roll(c.tickNo.Load())
@@ -190,26 +239,41 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 			}
 			states[i] = st
 		}
-		if r.Allowed && cs != nil && !cs.withinBudget(l, count, unacked, hits) {
+		if r.Allowed && m == modeAuto && coordinated {
+			if until := s.coord.deniedUntil(dirtyRef{slot: l.slot, key: key}, at[i]); until > 0 {
+				// The coordinator said no, and its counted slices are still
+				// in the window until then: the denial is still right.
+				c.denyResult(&r, &d, until-at[i], st.reset(at[i], l.windowMs))
+				results[i] = r
+				continue
+			}
+			if unacked+hits > cs.blind(l.max, c.tolPPM) {
+				d.Coordinate = true
+			}
+		}
+		budgeted := m == modeFallback || m == modeAuto && !coordinated
+		if r.Allowed && budgeted && cs != nil && !cs.withinBudget(l, count, unacked, hits) {
 			// Room in the window, but more than this node's share of it
-			// until peers hear of it: wait for the next sync.
-			r.Allowed = false
-			r.RetryAfter = cs.syncInterval
-			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
-			d.Allowed = false
-			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
+			// until peers hear of it: wait for the next sync. Nothing is
+			// left for this request here, whatever the window holds.
+			c.denyResult(&r, &d, cs.syncInterval.Milliseconds(), st.reset(at[i], l.windowMs))
 			results[i] = r
 			continue
 		}
 		if !r.Allowed {
-			r.RetryAfter = time.Duration(st.retryAfter(at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
+			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
 			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
 		}
 		results[i] = r
 	}
-	if !d.Allowed {
+	if !d.Allowed || d.Coordinate {
+		if !d.Allowed {
+			d.Coordinate = false // denied here: no need to ask
+		} else {
+			d.Allowed = false
+		}
 		for i, l := range limits {
 			if dirty[i] {
 				s.store(l.slot, key, states[i], true)
@@ -240,10 +304,50 @@ func (c *Counter) Allow(t time.Time, key string, hits int64, limits []Limit, res
 			}
 		}
 		s.store(l.slot, key, *st, found[i])
-		results[i].Remaining = l.max - results[i].Count - hits
+		results[i].Remaining = max(l.max-results[i].Count-hits, 0)
 		results[i].Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
 	}
 	return d, nil
+}
+
+// retryMs is the wait after which the same request fits, for a window
+// counting count (invisible grants included, see coordinate.go). A grant
+// not yet in the merged slices leaves the window with the asker's slice
+// that will hold it, so it is taken as a slice of its own at that start.
+func (c *Counter) retryMs(s *shard, ref dirtyRef, st *state, now, windowMs, count, hits, max int64) int64 {
+	var buf [maxRetryGaps]gap
+	gs := s.coord.gaps(ref, st, buf[:0])
+	if len(gs) == 0 {
+		return st.retryAfter(now, windowMs, count, hits, max)
+	}
+	// Slices and grants leave in start order, oldest first.
+	j := 0
+	for i := 0; i < len(st.slices) || j < len(gs); {
+		var start, n int64
+		if j < len(gs) && (i == len(st.slices) || gs[j].start < st.start(i)) {
+			start, n = gs[j].start, gs[j].n
+			j++
+		} else {
+			start, n = st.start(i), int64(st.slices[i].n)
+			i++
+		}
+		if count -= n; count+hits <= max {
+			return start + windowMs - now
+		}
+	}
+	return 1 // unreachable when hits <= max
+}
+
+// denyResult marks r (and so d) denied although the window has room: by a
+// remembered coordinator denial or by the budget. Nothing remains for the
+// request, and it may be tried again after retryMs.
+func (c *Counter) denyResult(r *Result, d *Decision, retryMs, resetMs int64) {
+	r.Allowed = false
+	r.Remaining = 0
+	r.RetryAfter = time.Duration(retryMs) * time.Millisecond
+	r.Reset = time.Duration(resetMs) * time.Millisecond
+	d.Allowed = false
+	d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
 }
 
 // table returns the shard's table for l, creating it on first use.

@@ -31,9 +31,11 @@ func Example() {
 	// t0+10s allowed=true remaining=0 retry_after=0s
 }
 
-// WorstCase tells whether a limit keeps the 1.1x promise in a cluster: a
-// minute's limit does on 8 nodes at the default 200 ms sync, a 10 s window
-// does not, and a limit of 10 per second cannot be shared among 8 nodes.
+// WorstCase tells whether a limit keeps the 1.1x promise in a cluster. With
+// the coordinator deciding at the margin (the default) every limit does, a
+// limit of 10 per second on 8 nodes too; with the per-node budget alone
+// (what a node falls back to when the coordinator cannot be reached) a 10 s
+// window and a limit of 10 per second do not.
 func ExampleCounter_WorstCase() {
 	c, err := counter.New(counter.DefaultConfig())
 	if err != nil {
@@ -48,9 +50,19 @@ func ExampleCounter_WorstCase() {
 	fmt.Println("8 nodes, 600 per minute:", c.WorstCase(600, time.Minute))
 	fmt.Println("8 nodes, 600 per 10 s:", c.WorstCase(600, 10*time.Second))
 	fmt.Println("8 nodes, 10 per second:", c.WorstCase(10, time.Second))
+	cc.Coordinated = false
+	if err := c.SetCluster(cc); err != nil {
+		panic(err)
+	}
+	fmt.Println("budget alone, 600 per minute:", c.WorstCase(600, time.Minute))
+	fmt.Println("budget alone, 600 per 10 s:", c.WorstCase(600, 10*time.Second))
+	fmt.Println("budget alone, 10 per second:", c.WorstCase(10, time.Second))
 	// Output:
 	// one node, 600 per minute: 660
-	// 8 nodes, 600 per minute: 648
-	// 8 nodes, 600 per 10 s: 744
-	// 8 nodes, 10 per second: 34
+	// 8 nodes, 600 per minute: 656
+	// 8 nodes, 600 per 10 s: 656
+	// 8 nodes, 10 per second: 10
+	// budget alone, 600 per minute: 648
+	// budget alone, 600 per 10 s: 744
+	// budget alone, 10 per second: 34
 }

@@ -68,13 +68,20 @@ func TestChangesConvergeUnderConcurrentAllows(t *testing.T) {
 		stop  = make(chan struct{})
 	)
 	clock := func() int64 { mu.Lock(); defer mu.Unlock(); return nowMs }
+	// The ticks start once every goroutine has counted: on a loaded machine
+	// the 200 ticks could otherwise be over before any of them ran.
+	var started sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
+		started.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 3))
 			var res [1]Result
 			for i := 0; i < 20_000; i++ {
+				if i == 1 {
+					started.Done()
+				}
 				select {
 				case <-stop:
 					return
@@ -84,6 +91,7 @@ func TestChangesConvergeUnderConcurrentAllows(t *testing.T) {
 			}
 		}()
 	}
+	started.Wait()
 	for range 200 {
 		mu.Lock()
 		nowMs += 7

@@ -22,6 +22,7 @@ func (s *shard) admit(now int64, shardCap int) bool {
 // sweep drops every key whose window is empty at now.
 func (s *shard) sweep(now int64) int {
 	removed := 0
+	s.coord.sweep(now)
 	for slot := range s.tables {
 		t := &s.tables[slot]
 		for k, st := range t.m {

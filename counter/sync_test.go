@@ -17,7 +17,9 @@ func newNode(t *testing.T, self string, nodes int, budget bool) node {
 	t.Helper()
 	c := newCounter(t, DefaultConfig())
 	cc := DefaultClusterConfig(self)
-	cc.Nodes, cc.Budget = nodes, budget
+	// These tests are about merging and the budget, so no coordinator:
+	// coordinate_test.go covers it.
+	cc.Nodes, cc.Budget, cc.Coordinated = nodes, budget, false
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}

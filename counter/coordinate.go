@@ -1,0 +1,441 @@
+package counter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrUnknownLimit is returned by Coordinate for an ask that names a limit
+// this node has not registered (its rules differ from the asker's, for
+// instance during a reload): the asker decides alone.
+var ErrUnknownLimit = errors.New("counter: unknown limit")
+
+// Ask is what a node sends a key's coordinator for a check that fits the
+// window as the node knows it but not its blind share. PrepareAsk fills it;
+// the cluster layer carries it; Coordinate decides it.
+type Ask struct {
+	Key  string
+	Hits int64
+	// Limits are the identities (LimitID) of the limits the check names,
+	// in the order of its results.
+	Limits []string
+	// Preds, parallel to Limits, say where the asker will count the hits
+	// if they are granted: the start of its slice that takes them (its
+	// open slice, or the ask's instant for a new one) and that slice's
+	// count afterwards. The coordinator counts a grant until the merged
+	// slices show it, and never beside them (coordinate.go).
+	Preds []Pred
+	// Entries are the asker's own recent slices of the key, merged by the
+	// coordinator before it decides: absolute counts, so they add nothing
+	// twice, and the coordinator's view of the asker is exact.
+	Entries []Entry
+}
+
+// Pred is where granted hits will be counted: the asker's slice starting
+// at Start (unix ms, the asker's clock), holding After requests then.
+type Pred struct {
+	Start int64
+	After uint32
+}
+
+// maxAskEntries caps the slices an ask carries per limit: the newest
+// ones, which are those the coordinator may not have merged yet.
+const maxAskEntries = 8
+
+// PrepareAsk fills ask for a check of key that Allow answered with
+// Decision.Coordinate. It counts nothing. ask's slices are reused.
+func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit, ask *Ask) {
+	now := t.UnixMilli()
+	cs := c.cluster.Load()
+	ask.Key, ask.Hits = key, hits
+	ask.Limits, ask.Preds, ask.Entries = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0]
+	self := c.Self()
+	s := c.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range limits {
+		id := l.ID()
+		ask.Limits = append(ask.Limits, id)
+		tab := s.table(l)
+		st, ok := tab.m[key]
+		p := Pred{Start: now, After: uint32(hits)}
+		if !ok {
+			ask.Preds = append(ask.Preds, p)
+			continue
+		}
+		at := st.clamp(now)
+		if st.expire(at, l.windowMs) {
+			s.store(l.slot, key, st, true)
+		}
+		p.Start = at
+		if i := st.newestLocal(); i >= 0 && !st.is(flagClosed) {
+			sl, start := st.slices[i], st.start(i)
+			if at == start || at-start < l.sliceMs && int64(sl.n)-int64(st.head)+hits <= c.maxTail(l.max, cs) {
+				p = Pred{Start: start, After: sl.n + uint32(hits)}
+			}
+		}
+		ask.Preds = append(ask.Preds, p)
+		n := 0
+		for j := len(st.slices) - 1; j >= 0 && n < maxAskEntries; j-- {
+			if st.slices[j].origin == 0 {
+				ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: st.start(j), Count: st.slices[j].n})
+				n++
+			}
+		}
+	}
+}
+
+// Coordinate decides an ask as the key's coordinator: it merges the
+// asker's slices, then allows iff every limit's window, as this node knows
+// it plus the grants it made that the merged slices do not show yet, has
+// room for the hits. A grant is recorded under (from, id) and counted until
+// the merged slices show it, until Release(from, id), or for two sync
+// intervals and the grace; it is never counted beside the slices that
+// hold it. results describe the limits in ask order, Remaining as this
+// node sees it after the decision. An ask of this node's own (from ==
+// Self) is decided and counted here, as a local check would be.
+//
+// It never over-counts, so a denial is right: at least limit − hits + 1
+// requests of the key were accepted in the window (NFR2). It returns
+// ErrUnknownLimit for a limit not registered here and ErrInvalidHits for
+// hits out of range; nothing is granted then.
+func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, results []Result) (Decision, error) {
+	if len(ask.Limits) > MaxLimitsPerCall || len(ask.Preds) != len(ask.Limits) {
+		return Decision{}, fmt.Errorf("%w: %d limits, %d predictions", ErrTooManyLimits, len(ask.Limits), len(ask.Preds))
+	}
+	var limits [MaxLimitsPerCall]Limit
+	for i, lid := range ask.Limits {
+		slot, info, ok := c.lookupLimit(lid)
+		if !ok {
+			return Decision{}, fmt.Errorf("%w: %q", ErrUnknownLimit, lid)
+		}
+		limits[i] = Limit{slot: slot, max: info.max, windowMs: info.windowMs, sliceMs: info.sliceMs, name: lid}
+	}
+	ls := limits[:len(ask.Limits)]
+	if from == c.Self() {
+		return c.allow(t, ask.Key, ask.Hits, ls, results, modeDecide)
+	}
+	if len(results) < len(ls) {
+		return Decision{}, fmt.Errorf("counter: results has room for %d of %d limits", len(results), len(ls))
+	}
+	if ask.Hits < 1 || ask.Hits > MaxLimit {
+		return Decision{}, fmt.Errorf("%w: hits must be between 1 and %d, got %d", ErrInvalidHits, MaxLimit, ask.Hits)
+	}
+	for _, l := range ls {
+		if ask.Hits > l.max {
+			return Decision{}, fmt.Errorf("%w: hits %d exceed the limit %d", ErrInvalidHits, ask.Hits, l.max)
+		}
+	}
+	// The asker's own slices only: an ask cannot speak for a third node.
+	es := ask.Entries[:0:0]
+	for _, e := range ask.Entries {
+		if e.Origin == from && e.Key == ask.Key {
+			es = append(es, e)
+		}
+	}
+	c.Merge(t, es)
+
+	now := t.UnixMilli()
+	cs := c.cluster.Load()
+	origin := c.originOf(from)
+	d := Decision{Allowed: true}
+	s := c.shardFor(ask.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at [MaxLimitsPerCall]int64
+	for i, l := range ls {
+		tab := s.table(l)
+		st, ok := tab.m[ask.Key]
+		var count int64
+		at[i] = now
+		if ok {
+			if st.expire(now, l.windowMs) {
+				s.store(l.slot, ask.Key, st, true)
+			}
+			count = st.count()
+		}
+		count += s.coord.invisible(dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs)
+		r := Result{Allowed: count+ask.Hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		r.Reset = time.Duration(st.reset(now, l.windowMs)) * time.Millisecond
+		if !r.Allowed {
+			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs, count, ask.Hits, l.max)) * time.Millisecond
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
+		}
+		results[i] = r
+	}
+	if !d.Allowed {
+		return d, nil
+	}
+	if s.coord == nil {
+		s.coord = &coordState{}
+	}
+	ttl := int64(200)
+	if cs != nil {
+		ttl = cs.grantTTLMs()
+	}
+	for i, l := range ls {
+		p := ask.Preds[i]
+		s.coord.grant(dirtyRef{slot: l.slot, key: ask.Key}, grant{
+			origin: origin, id: id, start: p.Start, after: p.After, hits: uint32(ask.Hits), expires: now + ttl,
+		})
+		results[i].Remaining = max(l.max-results[i].Count-ask.Hits, 0)
+		if results[i].Reset == 0 {
+			results[i].Reset = l.Window()
+		}
+	}
+	return d, nil
+}
+
+// Release drops the grants of the ask (from, id) for key: the asker did
+// not count them (its answer came too late and it decided alone, denying).
+// Without it they would be counted until they expire.
+func (c *Counter) Release(t time.Time, from string, id uint64, key string, limitIDs []string) {
+	origin := c.originOf(from)
+	s := c.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coord == nil {
+		return
+	}
+	for _, lid := range limitIDs {
+		slot, _, ok := c.lookupLimit(lid)
+		if !ok {
+			continue
+		}
+		s.coord.release(dirtyRef{slot: slot, key: key}, origin, id)
+	}
+}
+
+// RememberDenial records the coordinator's answer to a denied check of
+// hits of key, results as Coordinate returned them (parallel to limits).
+// For a check of one hit, each limit the coordinator found full is denied
+// here without asking again until its RetryAfter, so an over-limit client
+// costs about one round trip per node per wait. The denial stays right that
+// long: the slices the coordinator counted stay in its window until then,
+// and a wait for one hit is the shortest for any check. A check of several
+// hits is not remembered: a smaller one may fit sooner.
+func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []Limit, results []Result) {
+	if hits != 1 {
+		return
+	}
+	now := t.UnixMilli()
+	s := c.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range limits {
+		if i >= len(results) || results[i].Allowed || results[i].Remaining > 0 || results[i].RetryAfter <= 0 {
+			continue
+		}
+		if s.coord == nil {
+			s.coord = &coordState{}
+		}
+		s.coord.deny(dirtyRef{slot: l.slot, key: key}, now+results[i].RetryAfter.Milliseconds(), now, c.shardCap)
+	}
+}
+
+// coordState is one shard's coordination state. Guarded by the shard's
+// mutex; a nil *coordState is empty.
+type coordState struct {
+	// grants are the grants this node made as coordinator that the merged
+	// slices may not show yet, per (limit, key).
+	grants map[dirtyRef][]grant
+	// denied holds, per (limit, key), the unix ms until which a
+	// coordinator's denial received here still holds.
+	denied map[dirtyRef]int64
+}
+
+// grant is one ask granted by this node: origin will count hits in its
+// slice starting at start, which then holds after requests.
+type grant struct {
+	start   int64
+	expires int64 // unix ms on this node's clock
+	id      uint64
+	after   uint32
+	hits    uint32
+	origin  uint16
+}
+
+func (cs *coordState) grant(ref dirtyRef, g grant) {
+	if cs.grants == nil {
+		cs.grants = make(map[dirtyRef][]grant)
+	}
+	gs := cs.grants[ref]
+	// Grants still pending on the same slice of the same asker land there
+	// too: the later one's count comes after theirs, whatever order the
+	// asker counts them in.
+	for _, o := range gs {
+		if o.origin == g.origin && o.start == g.start {
+			g.after = max(g.after, o.after+g.hits)
+		}
+	}
+	cs.grants[ref] = append(gs, g)
+}
+
+func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
+	gs := cs.grants[ref]
+	kept := gs[:0]
+	for _, g := range gs {
+		if g.origin != origin || g.id != id {
+			kept = append(kept, g)
+		}
+	}
+	cs.setGrants(ref, kept)
+}
+
+func (cs *coordState) setGrants(ref dirtyRef, gs []grant) {
+	if len(gs) == 0 {
+		delete(cs.grants, ref)
+		return
+	}
+	cs.grants[ref] = gs
+}
+
+// invisible returns how many granted hits of (limit, key) the state st
+// does not show at now, dropping the grants it shows, that expired, or
+// whose slice has left the window. A grant is shown once its asker's slice
+// holds its predicted count, or once the asker has a later slice (it
+// counted the hits there, or in the predicted one before opening it): so
+// a grant is never counted beside the slice that holds it.
+func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) int64 {
+	if cs == nil || len(cs.grants) == 0 {
+		return 0
+	}
+	gs, ok := cs.grants[ref]
+	if !ok {
+		return 0
+	}
+	var sum int64
+	kept := gs[:0]
+	for _, g := range gs {
+		if g.expires <= now || g.start <= now-windowMs {
+			continue
+		}
+		if gap := st.grantGap(g); gap > 0 {
+			sum += gap
+			kept = append(kept, g)
+		}
+	}
+	cs.setGrants(ref, kept)
+	return sum
+}
+
+// maxRetryGaps caps the grants retryMs orders among the slices; more than
+// that many pending grants on one key are summed into the newest.
+const maxRetryGaps = 16
+
+// gap is a grant's part that the merged slices do not show, at the start
+// of the asker's slice that will hold it.
+type gap struct{ start, n int64 }
+
+// gaps appends, in start order, the grants of ref that st does not show:
+// what retryMs needs to tell when they leave the window. invisible ran
+// just before, so expired and shown grants are gone. Past the buffer's
+// capacity a grant is summed into the newest entry (a later start: the
+// wait can only be longer).
+func (cs *coordState) gaps(ref dirtyRef, st *state, dst []gap) []gap {
+	if cs == nil {
+		return dst
+	}
+	for _, g := range cs.grants[ref] {
+		n := st.grantGap(g)
+		if n <= 0 {
+			continue
+		}
+		p := gap{start: g.start, n: n}
+		if len(dst) == cap(dst) {
+			last := &dst[len(dst)-1]
+			last.n += p.n
+			last.start = max(last.start, p.start)
+			continue
+		}
+		i := len(dst)
+		dst = append(dst, p)
+		for ; i > 0 && dst[i-1].start > p.start; i-- {
+			dst[i] = dst[i-1]
+		}
+		dst[i] = p
+	}
+	return dst
+}
+
+// grantGap is how many of g's hits st does not show.
+func (s *state) grantGap(g grant) int64 {
+	var n uint32
+	for j := range s.slices {
+		sl := &s.slices[j]
+		if sl.origin != g.origin {
+			continue
+		}
+		switch start := s.start(j); {
+		case start > g.start:
+			return 0
+		case start == g.start:
+			n = sl.n
+		}
+	}
+	if n >= g.after {
+		return 0
+	}
+	return min(int64(g.after-n), int64(g.hits))
+}
+
+// maxDenied caps the remembered denials per shard; past it a denial is
+// not remembered (the next check asks again), so memory stays bounded.
+const maxDenied = 4096
+
+func (cs *coordState) deny(ref dirtyRef, until, now int64, shardCap int) {
+	if cs.denied == nil {
+		cs.denied = make(map[dirtyRef]int64)
+	}
+	if _, ok := cs.denied[ref]; !ok && len(cs.denied) >= min(maxDenied, shardCap) {
+		for k, u := range cs.denied {
+			if u <= now {
+				delete(cs.denied, k)
+			}
+		}
+		if len(cs.denied) >= min(maxDenied, shardCap) {
+			return
+		}
+	}
+	cs.denied[ref] = until
+}
+
+// deniedUntil returns the instant until which a coordinator's denial of
+// ref holds, or 0; an expired entry is dropped.
+func (cs *coordState) deniedUntil(ref dirtyRef, now int64) int64 {
+	if cs == nil || len(cs.denied) == 0 {
+		return 0
+	}
+	until, ok := cs.denied[ref]
+	if !ok {
+		return 0
+	}
+	if until <= now {
+		delete(cs.denied, ref)
+		return 0
+	}
+	return until
+}
+
+// sweep drops expired denials and grants.
+func (cs *coordState) sweep(now int64) {
+	if cs == nil {
+		return
+	}
+	for k, u := range cs.denied {
+		if u <= now {
+			delete(cs.denied, k)
+		}
+	}
+	for k, gs := range cs.grants {
+		kept := gs[:0]
+		for _, g := range gs {
+			if g.expires > now {
+				kept = append(kept, g)
+			}
+		}
+		cs.setGrants(k, kept)
+	}
+}
