@@ -8,24 +8,16 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/limiterd/limiterd/limiter"
+	"github.com/limiterd/limiterd/decision"
 )
 
 // ErrInvalidConfig is wrapped by every error from Config.Validate and by New
 // for a missing dependency.
 var ErrInvalidConfig = errors.New("httpapi: invalid config")
-
-// Checker decides one request; *limiter.Limiter implements it. Check must be
-// safe for concurrent use and must overwrite every field of d.
-type Checker interface {
-	Check(t time.Time, req limiter.Request, d *limiter.Decision) error
-}
 
 // maxBodyLimit bounds Config.MaxBodyBytes: a check request is a few hundred
 // bytes, so a larger setting is a mistake that would only let a client make
@@ -40,9 +32,6 @@ type Config struct {
 	// header line is used; for any other header its whole first value.
 	// Surrounding spaces and tabs are trimmed. Default "X-Forwarded-For".
 	KeyHeader string
-	// Now is the clock checks are made against. Default time.Now; tests
-	// inject fixed instants.
-	Now func() time.Time
 	// Ready reports whether the node should receive traffic; /readyz
 	// answers 503 with its error text while it returns an error. nil means
 	// always ready.
@@ -59,7 +48,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{KeyHeader: "X-Forwarded-For", Now: time.Now, MaxBodyBytes: 4096}
+	return Config{KeyHeader: "X-Forwarded-For", MaxBodyBytes: 4096}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
@@ -79,9 +68,6 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.KeyHeader == "" {
 		c.KeyHeader = d.KeyHeader
-	}
-	if c.Now == nil {
-		c.Now = d.Now
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
@@ -113,26 +99,28 @@ type API struct {
 	cfg       Config
 	keyHeader string // canonical form of cfg.KeyHeader, for direct map lookups
 	xff       bool   // keyHeader is X-Forwarded-For: take its first address
-	checker   Checker
+	dec       *decision.Decider
 	log       *slog.Logger
 	m         *metrics
 	metricsH  http.Handler
 	states    sync.Pool // of *checkState
-
-	// Internal-error logging is throttled to one line a second so that a
-	// failing limiter at 5,000 checks/s cannot flood the log.
-	lastErrLog atomic.Int64 // unix ms of the last logged internal error
-	suppressed atomic.Int64 // internal errors not logged since then
 }
 
-// New builds an API that asks checker, registers its metrics on reg and
-// serves reg on /metrics. log may be nil (nothing is logged).
-func New(cfg Config, checker Checker, reg *prometheus.Registry, log *slog.Logger) (*API, error) {
+// New builds an API that has dec decide each /check, registers its own
+// metrics on reg and serves reg on /metrics. reg is normally the registry
+// dec registered its metrics on, so that /metrics shows them too. log may
+// be nil (nothing is logged).
+//
+// It takes the concrete *decision.Decider rather than an interface: the
+// decision layer is where the fail-open contract (NFR3) and the decision
+// metrics live, and a frontend must not be able to bypass them. Tests
+// replace the decision.Checker beneath it instead.
+func New(cfg Config, dec *decision.Decider, reg *prometheus.Registry, log *slog.Logger) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if checker == nil {
-		return nil, fmt.Errorf("%w: nil Checker", ErrInvalidConfig)
+	if dec == nil {
+		return nil, fmt.Errorf("%w: nil Decider", ErrInvalidConfig)
 	}
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil Registry", ErrInvalidConfig)
@@ -148,7 +136,7 @@ func New(cfg Config, checker Checker, reg *prometheus.Registry, log *slog.Logger
 	a := &API{
 		cfg:       cfg,
 		keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader),
-		checker:   checker,
+		dec:       dec,
 		log:       log,
 		m:         m,
 		metricsH:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),

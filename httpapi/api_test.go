@@ -44,7 +44,8 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate: %v does not wrap ErrInvalidConfig", err)
 			}
 			// New agrees with Validate.
-			_, nerr := New(tc.cfg, &recorder{}, prometheus.NewRegistry(), nil)
+			reg := prometheus.NewRegistry()
+			_, nerr := New(tc.cfg, newDecider(t, t0, &recorder{}, reg, nil), reg, nil)
 			if (nerr == nil) != (err == nil) {
 				t.Errorf("New: %v, Validate: %v", nerr, err)
 			}
@@ -53,45 +54,45 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewRejectsMissingDependencies(t *testing.T) {
+	dec := newDecider(t, t0, &recorder{}, prometheus.NewRegistry(), nil)
 	if _, err := New(DefaultConfig(), nil, prometheus.NewRegistry(), nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("nil Checker: %v", err)
+		t.Errorf("nil Decider: %v", err)
 	}
-	if _, err := New(DefaultConfig(), &recorder{}, nil, nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(DefaultConfig(), dec, nil, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil Registry: %v", err)
 	}
 	// Metrics registered twice on one registry is a wiring mistake, reported.
 	reg := prometheus.NewRegistry()
-	if _, err := New(DefaultConfig(), &recorder{}, reg, nil); err != nil {
+	if _, err := New(DefaultConfig(), dec, reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(DefaultConfig(), &recorder{}, reg, nil); err == nil || !strings.Contains(err.Error(), "registering metrics") {
+	if _, err := New(DefaultConfig(), dec, reg, nil); err == nil || !strings.Contains(err.Error(), "registering metrics") {
 		t.Errorf("second New on one registry: %v", err)
 	}
 	// A failed New leaves the registry as it found it.
 	reg = prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "limiterd_check_errors_total", Help: "clash"}))
-	if _, err := New(DefaultConfig(), &recorder{}, reg, nil); err == nil {
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "limiterd_bad_requests_total", Help: "clash"}))
+	if _, err := New(DefaultConfig(), dec, reg, nil); err == nil {
 		t.Fatal("New succeeded despite a clashing metric")
 	}
 	mfs, _ := reg.Gather()
-	if len(mfs) != 1 || mfs[0].GetName() != "limiterd_check_errors_total" {
+	if len(mfs) != 1 || mfs[0].GetName() != "limiterd_bad_requests_total" {
 		t.Errorf("registry after a failed New holds %d families", len(mfs))
 	}
 }
 
+// TestZeroConfigUsesDefaults: the zero Config takes the key from
+// X-Forwarded-For and caps bodies at 4096 bytes. (The default clock is the
+// Decider's, tested in package decision.)
 func TestZeroConfigUsesDefaults(t *testing.T) {
 	rc := &recorder{}
 	a, _ := newAPI(t, Config{}, rc, nil)
-	before := time.Now()
 	rec := serve(a, get("/check", "X-Forwarded-For", "203.0.113.7, 10.0.0.1"))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d, body %s", rec.Code, rec.Body)
 	}
 	if got := rc.calls()[0].Key; got != "203.0.113.7" {
 		t.Errorf("key %q: the default header is not X-Forwarded-For", got)
-	}
-	if rc.times[0].Before(before) {
-		t.Errorf("check time %v is before the request: the default clock is not time.Now", rc.times[0])
 	}
 	big := post(`{"key":"`+strings.Repeat("a", 4100)+`"}`, "")
 	if rec := serve(a, big); rec.Code != http.StatusRequestEntityTooLarge {

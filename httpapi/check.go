@@ -4,25 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
 )
 
 // checkState is the scratch space of one /check, pooled so that the hot path
-// allocates neither a Decision (about 700 bytes) nor its buffers.
+// allocates neither a Result (about 700 bytes) nor its buffers.
 type checkState struct {
-	d    limiter.Decision
+	res  decision.Result
 	body []byte // JSON response body
 	hdr  []byte // values of the dynamic headers, back to back
 }
@@ -51,56 +48,43 @@ func (a *API) serveCheck(w http.ResponseWriter, r *http.Request) {
 			"method " + methodForMessage(r.Method) + " not allowed; use GET or POST"})
 		return
 	}
-	req, p := a.parseCheckRequest(w, r)
+	req, keyFromHeader, p := a.parseCheckRequest(w, r)
 	if p.status != 0 {
 		a.reject(w, p)
 		return
 	}
 	st := a.states.Get().(*checkState)
-	t := a.cfg.Now()
-	start := time.Now()
-	err := a.check(t, req, &st.d)
-	a.m.duration.Observe(time.Since(start).Seconds())
-	if err == nil {
+	switch err := a.dec.Decide(r.Context(), req, &st.res); {
+	case err != nil:
+		a.rejectDecision(w, err, keyFromHeader)
+	case st.res.Internal:
+		writeInternalError(w)
+	default:
 		a.writeDecision(w, st)
-	} else if p, ok := checkProblem(err, req); ok {
-		a.reject(w, p)
-	} else {
-		a.internalError(w, err, req)
 	}
 	a.states.Put(st)
 }
 
-// check calls the Checker, turning a panic into an error: whatever goes
-// wrong inside the limiter, the request is answered (and allowed).
-func (a *API) check(t time.Time, req limiter.Request, d *limiter.Decision) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &panicError{value: v, stack: debug.Stack()}
-		}
-	}()
-	return a.checker.Check(t, req, d)
-}
-
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (e *panicError) Error() string { return fmt.Sprint("httpapi: panic in Check: ", e.value) }
-
-// checkProblem maps the limiter's input-error sentinels to 400s; any other
-// error is internal.
-func checkProblem(err error, req limiter.Request) (problem, bool) {
+// rejectDecision answers a request the Decider refused as bad input. The
+// Decider's message is the client's, except that a key taken from the key
+// header is named as such, since the client may not know it sent one.
+func (a *API) rejectDecision(w http.ResponseWriter, err error, keyFromHeader bool) {
+	var ke *decision.KeyError
 	switch {
+	case keyFromHeader && errors.As(err, &ke):
+		a.reject(w, badRequest(reasonInvalidKey, "key from the "+a.keyHeader+" header "+ke.Problem))
 	case errors.Is(err, limiter.ErrUnknownRule):
-		return badRequest(reasonUnknownRule, "unknown rule "+quoteForMessage(req.Rule)), true
+		a.reject(w, badRequest(reasonUnknownRule, err.Error()))
 	case errors.Is(err, limiter.ErrInvalidKey):
-		return badRequest(reasonInvalidKey, err.Error()), true
-	case errors.Is(err, limiter.ErrInvalidHits), errors.Is(err, counter.ErrInvalidHits):
-		return badRequest(reasonInvalidHits, err.Error()), true
+		a.reject(w, badRequest(reasonInvalidKey, err.Error()))
+	case errors.Is(err, limiter.ErrInvalidHits):
+		a.reject(w, badRequest(reasonInvalidHits, err.Error()))
+	default:
+		// Decide returns no other error. Were it to, failing open is the
+		// answer that cannot cause an outage.
+		a.log.Error("unexpected error from Decide; request allowed", "err", err)
+		writeInternalError(w)
 	}
-	return problem{}, false
 }
 
 // quoteForMessage quotes client input for an error message, cut short so a
@@ -121,83 +105,66 @@ func (a *API) reject(w http.ResponseWriter, p problem) {
 	writeError(w, p.status, p.msg)
 }
 
-// parseCheckRequest reads the check parameters of a GET or POST /check.
-func (a *API) parseCheckRequest(w http.ResponseWriter, r *http.Request) (limiter.Request, problem) {
+// parseCheckRequest reads the check parameters of a GET or POST /check and
+// reports whether the key came from the key header. The key's content is
+// the Decider's to validate.
+func (a *API) parseCheckRequest(w http.ResponseWriter, r *http.Request) (limiter.Request, bool, problem) {
 	var ps params
 	var p problem
 	if r.Method == http.MethodPost {
 		var body []byte
 		if body, p = a.readBody(w, r); p.status != 0 {
-			return limiter.Request{}, p
+			return limiter.Request{}, false, p
 		}
 		if len(bytes.TrimSpace(body)) > 0 {
 			if r.URL.RawQuery != "" {
-				return limiter.Request{}, badRequest(reasonInvalidQuery,
+				return limiter.Request{}, false, badRequest(reasonInvalidQuery,
 					"query parameters are not accepted with a JSON body; put them in the body")
 			}
 			if p = checkContentType(r.Header.Get("Content-Type")); p.status != 0 {
-				return limiter.Request{}, p
+				return limiter.Request{}, false, p
 			}
 			if ps, p = parseJSON(body); p.status != 0 {
-				return limiter.Request{}, p
+				return limiter.Request{}, false, p
 			}
 			return a.request(r, ps)
 		}
 		// An empty POST is a GET: see the package documentation.
 	}
 	if ps, p = parseQuery(r.URL.RawQuery); p.status != 0 {
-		return limiter.Request{}, p
+		return limiter.Request{}, false, p
 	}
 	return a.request(r, ps)
 }
 
-// request validates ps, fills defaults and takes the key from the header
-// when ps has none.
-func (a *API) request(r *http.Request, ps params) (limiter.Request, problem) {
+// request validates the hits of ps, fills defaults and takes the key from
+// the header when ps has none, reporting whether it did. An empty key
+// parameter is passed on as it is: the Decider rejects it ("key is empty"),
+// where falling back to the header would quietly limit the wrong client.
+func (a *API) request(r *http.Request, ps params) (limiter.Request, bool, problem) {
 	req := limiter.Request{Rule: ps.rule, Hits: 1}
 	if ps.hasHits {
 		n, err := strconv.ParseInt(ps.hits, 10, 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange):
-			return req, badRequest(reasonInvalidHits, "hits is out of range")
+			return req, false, badRequest(reasonInvalidHits, "hits is out of range")
 		case err != nil:
-			return req, badRequest(reasonInvalidHits, "hits is not an integer")
+			return req, false, badRequest(reasonInvalidHits, "hits is not an integer")
 		case n < 1:
-			return req, badRequest(reasonInvalidHits, "hits must be at least 1")
+			return req, false, badRequest(reasonInvalidHits, "hits must be at least 1")
 		}
 		req.Hits = n
 	}
 	if ps.hasKey {
-		if ps.key == "" {
-			return req, badRequest(reasonInvalidKey, "key is empty")
-		}
 		req.Key = ps.key
-		return req, a.validKey(req.Key, false)
+		return req, false, problem{}
 	}
 	req.Key = a.headerKey(r)
 	if req.Key == "" {
-		return req, badRequest(reasonMissingKey,
+		return req, true, badRequest(reasonMissingKey,
 			"missing key: no key parameter and no address in the "+a.keyHeader+" header")
 	}
-	return req, a.validKey(req.Key, true)
-}
-
-// validKey checks what the limiter would reject anyway, to give a precise
-// message and to keep such keys away from the limiter altogether.
-func (a *API) validKey(key string, fromHeader bool) problem {
-	var what string
-	switch {
-	case len(key) > limiter.MaxKeyBytes:
-		what = " is longer than " + strconv.Itoa(limiter.MaxKeyBytes) + " bytes"
-	case !utf8.ValidString(key):
-		what = " is not valid UTF-8"
-	default:
-		return problem{}
-	}
-	if fromHeader {
-		return badRequest(reasonInvalidKey, "key from the "+a.keyHeader+" header"+what)
-	}
-	return badRequest(reasonInvalidKey, "key"+what)
+	return req, true, problem{}
 }
 
 // headerKey returns the key carried by the configured header, "" if none.

@@ -346,17 +346,6 @@ func TestInternalErrorsAllow(t *testing.T) {
 	}
 }
 
-func TestPanicLogIncludesStack(t *testing.T) {
-	var logBuf strings.Builder
-	a, _ := newAPI(t, testConfig(), checkFunc(func(time.Time, limiter.Request, *limiter.Decision) error {
-		panic("boom")
-	}), slog.New(slog.NewTextHandler(&logBuf, nil)))
-	serve(a, get("/check?key=a"))
-	if !strings.Contains(logBuf.String(), "stack=") || !strings.Contains(logBuf.String(), "httpapi.(*API).check") {
-		t.Errorf("log %q has no stack naming the recovering frame", logBuf.String())
-	}
-}
-
 func TestWrappedSentinelsAreBadRequests(t *testing.T) {
 	// errors.Is, not ==: a limiter that wraps its sentinels deeper still maps to 400.
 	for _, sentinel := range []error{limiter.ErrInvalidKey, limiter.ErrInvalidHits, limiter.ErrUnknownRule} {

@@ -1,5 +1,9 @@
 // Package httpapi is limiterd's HTTP front end: it turns /check requests into
-// limiter checks and answers them the way HTTP clients and proxies expect.
+// decisions of a decision.Decider and answers them the way HTTP clients and
+// proxies expect. It speaks HTTP only: validating keys, mapping the
+// limiter's errors, failing open, choosing the limit to report and counting
+// decisions are the Decider's, shared with every other frontend; httpapi
+// parses, calls Decide and writes the answer.
 //
 // # Endpoints
 //
@@ -23,8 +27,8 @@
 //
 // A 429 also carries Retry-After in whole seconds, rounded up, at least 1
 // (RFC 9110). limit and remaining in the body are those of the most
-// constrained limit: the one with the least remaining, or on a deny the
-// denying limit with the longest wait.
+// constrained limit (decision.Result.Primary): the one with the least
+// remaining, or on a deny the denying limit with the longest wait.
 //
 // When key is absent the key comes from the header named by
 // Config.KeyHeader (the first address of X-Forwarded-For by default), so
@@ -54,11 +58,13 @@
 //     clients pace themselves.
 //   - Key not tracked (the counter is at its key cap): allowed, with
 //     "untracked":true in the body.
-//   - Internal error (NFR3): any error from the Checker that is not an input
-//     error, or a panic inside it, allows the request: 200
-//     {"allowed":true,"rule":""} with X-RateLimit-Error: internal. It is
-//     logged (at most once a second, with a count of the ones suppressed)
-//     and counted in limiterd_check_errors_total. /check never answers 5xx.
+//   - Internal error (NFR3): when the Decider fails open (an error from its
+//     Checker that is not an input error, or a panic inside it;
+//     decision.Result.Internal), the request is allowed: 200
+//     {"allowed":true,"rule":""} with X-RateLimit-Error: internal. The
+//     Decider logs it (at most once a second, with a count of the ones
+//     suppressed) and counts it in limiterd_check_errors_total. /check
+//     never answers 5xx.
 //
 // # Bad input
 //
@@ -70,19 +76,24 @@
 // with unknown fields; 413 for a body over Config.MaxBodyBytes; 415 for a
 // body with a non-JSON Content-Type; 405 with Allow: GET, POST for other
 // methods; 404 for unknown paths. Every /check response carries
-// Cache-Control: no-store.
+// Cache-Control: no-store. The verdicts on the key's content, on hits over a
+// limit and on unknown rules are the Decider's, with its messages, except
+// that a key taken from the key header is named as such ("key from the
+// X-Forwarded-For header is not valid UTF-8").
 //
 // # Metrics
 //
-// New registers on the injected registry: limiterd_decisions_total{rule,outcome}
-// (outcome is allowed, denied, shadow_denied, untracked, unlimited or
-// error; rule is a configured rule name or "", never anything a client
-// sent), limiterd_check_duration_seconds (time spent in Checker.Check),
-// limiterd_check_errors_total and limiterd_bad_requests_total{reason}.
+// New registers limiterd_bad_requests_total{reason} on the injected
+// registry, every reason at 0 from the start, and serves the whole registry
+// on /metrics. The decision metrics (limiterd_decisions_total{rule,outcome},
+// limiterd_check_duration_seconds, limiterd_check_errors_total) are
+// registered by decision.New; limiterd gives both the same registry.
 //
 // # Concurrency and zero value
 //
-// An *API is safe for concurrent use; the Checker it is given must be too.
-// The zero value of API is not usable: build one with New. The zero value
-// of Config means "all defaults" (see DefaultConfig).
+// An *API is safe for concurrent use, as is the Decider it is given. The
+// zero value of API is not usable: build one with New. The zero value of
+// Config means "all defaults" (see DefaultConfig). Each /check takes its
+// scratch space, decision.Result and response buffers, from a pool rather
+// than allocating it.
 package httpapi

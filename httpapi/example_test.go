@@ -8,13 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
 	"github.com/limiterd/limiterd/limiter"
 )
 
 // Example serves /check over a limiter of 2 requests per minute and asks
 // three times for one client, the way Traefik's ForwardAuth would: a GET
-// carrying the client's address in X-Forwarded-For.
+// carrying the client's address in X-Forwarded-For. The Decider and the API
+// share one registry, so /metrics serves the metrics of both.
 func Example() {
 	rules, err := limiter.Parse("rules.yaml", []byte(`
 rules:
@@ -33,9 +35,14 @@ rules:
 	if err != nil {
 		panic(err)
 	}
-	cfg := httpapi.DefaultConfig()
-	cfg.Now = func() time.Time { return time.Date(2026, 7, 30, 12, 0, 0, 0, time.UTC) }
-	api, err := httpapi.New(cfg, lim, prometheus.NewRegistry(), nil)
+	reg := prometheus.NewRegistry()
+	dcfg := decision.DefaultConfig()
+	dcfg.Now = func() time.Time { return time.Date(2026, 7, 30, 12, 0, 0, 0, time.UTC) }
+	dec, err := decision.New(dcfg, lim, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	api, err := httpapi.New(httpapi.DefaultConfig(), dec, reg, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -19,9 +19,9 @@ import (
 // until the quota is fully available again. Durations are rounded up so a
 // client that waits what it was told never comes back too early.
 
-// appendPolicyField appends the RateLimit-Policy value for d's limits.
-func appendPolicyField(b []byte, d *limiter.Decision) []byte {
-	for i, l := range limits(d) {
+// appendPolicyField appends the RateLimit-Policy value for the limits ls.
+func appendPolicyField(b []byte, ls []limiter.LimitResult) []byte {
+	for i, l := range ls {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
@@ -34,9 +34,9 @@ func appendPolicyField(b []byte, d *limiter.Decision) []byte {
 	return b
 }
 
-// appendRateLimitField appends the RateLimit value for d's limits.
-func appendRateLimitField(b []byte, d *limiter.Decision) []byte {
-	for i, l := range limits(d) {
+// appendRateLimitField appends the RateLimit value for the limits ls.
+func appendRateLimitField(b []byte, ls []limiter.LimitResult) []byte {
+	for i, l := range ls {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
@@ -54,12 +54,6 @@ func appendRateLimitField(b []byte, d *limiter.Decision) []byte {
 // would invite an immediate retry that is still denied.
 func appendRetryAfter(b []byte, wait time.Duration) []byte {
 	return strconv.AppendInt(b, max(ceilSeconds(wait), 1), 10)
-}
-
-// limits returns the set entries of d.Limits, tolerating an out-of-range N
-// from a faulty Checker.
-func limits(d *limiter.Decision) []limiter.LimitResult {
-	return d.Limits[:min(max(d.N, 0), len(d.Limits))]
 }
 
 // appendSFString appends s as an RFC 9651 sf-string. Only printable ASCII is

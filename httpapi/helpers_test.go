@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -23,14 +24,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // t0 is the fixed instant every test checks at.
 func t0() time.Time { return time.Date(2026, 7, 30, 12, 0, 0, 0, time.UTC) }
 
-// checkFunc adapts a function to Checker.
+// checkFunc adapts a function to decision.Checker.
 type checkFunc func(t time.Time, req limiter.Request, d *limiter.Decision) error
 
 func (f checkFunc) Check(t time.Time, req limiter.Request, d *limiter.Decision) error {
 	return f(t, req, d)
 }
 
-// recorder is a Checker that records what it is asked and answers with
+// recorder is a decision.Checker that records what it is asked and answers with
 // decide (an allowed "default" decision when decide is nil).
 type recorder struct {
 	decide func(req limiter.Request, d *limiter.Decision) error
@@ -74,22 +75,40 @@ func denied() limiter.Decision {
 	return d
 }
 
-// testConfig is DefaultConfig at the fixed instant t0.
-func testConfig() Config {
-	c := DefaultConfig()
-	c.Now = t0
-	return c
+// testConfig is the API configuration of the tests: the defaults.
+func testConfig() Config { return DefaultConfig() }
+
+// newAPI builds an API over a Decider that asks c at the fixed instant t0,
+// both on one fresh registry, as limiterd wires them; log may be nil.
+func newAPI(t testing.TB, cfg Config, c decision.Checker, log *slog.Logger) (*API, *prometheus.Registry) {
+	t.Helper()
+	return newAPIClock(t, cfg, t0, c, log)
 }
 
-// newAPI builds an API over c with its own registry; log may be nil.
-func newAPI(t testing.TB, cfg Config, c Checker, log *slog.Logger) (*API, *prometheus.Registry) {
+// newAPIClock is newAPI with the Decider's clock now (nil for its default).
+func newAPIClock(t testing.TB, cfg Config, now func() time.Time, c decision.Checker, log *slog.Logger) (*API, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	a, err := New(cfg, c, reg, log)
+	a, err := New(cfg, newDecider(t, now, c, reg, log), reg, log)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return a, reg
+}
+
+// newDecider builds a Decider that asks c at now (nil for its default) and
+// registers its metrics on reg.
+func newDecider(t testing.TB, now func() time.Time, c decision.Checker, reg prometheus.Registerer, log *slog.Logger) *decision.Decider {
+	t.Helper()
+	dcfg := decision.DefaultConfig()
+	if now != nil {
+		dcfg.Now = now
+	}
+	d, err := decision.New(dcfg, c, reg, log)
+	if err != nil {
+		t.Fatalf("decision.New: %v", err)
+	}
+	return d
 }
 
 func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {

@@ -42,9 +42,7 @@ func realAPI(t testing.TB, rules string, now *time.Time) *API {
 		t.Fatalf("Parse: %v", err)
 	}
 	lim := newRealLimiter(t, rs)
-	cfg := testConfig()
-	cfg.Now = func() time.Time { return *now }
-	a, _ := newAPI(t, cfg, lim, nil)
+	a, _ := newAPIClock(t, testConfig(), func() time.Time { return *now }, lim, nil)
 	return a
 }
 

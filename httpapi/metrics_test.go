@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/limiterd/limiterd/limiter"
 )
@@ -81,7 +80,8 @@ func TestMetricsExposure(t *testing.T) {
 			t.Errorf("/metrics contains client input %s", leak)
 		}
 	}
-	// httpapi registers only its own metrics: Go and process collectors are main's.
+	// The API and its Decider register only their own metrics: Go and
+	// process collectors are main's.
 	for _, line := range strings.Split(text, "\n") {
 		if line != "" && !strings.HasPrefix(line, "# ") && !strings.HasPrefix(line, "limiterd_") {
 			t.Errorf("unexpected series %q", line)
@@ -125,33 +125,12 @@ func TestRuleLabelCardinality(t *testing.T) {
 	}
 }
 
-func TestOutcomeAndReasonNames(t *testing.T) {
+func TestReasonNames(t *testing.T) {
 	seen := map[string]bool{}
-	for o := range numOutcomes {
-		seen[o.String()] = true
-	}
 	for r := range numReasons {
-		seen["reason:"+r.String()] = true
+		seen[r.String()] = true
 	}
-	if len(seen) != int(numOutcomes)+int(numReasons) || seen["unknown"] || seen["reason:unknown"] {
-		t.Errorf("label names are not distinct or some are missing: %v", seen)
+	if len(seen) != int(numReasons) || seen["unknown"] {
+		t.Errorf("reason label values are not distinct or some are missing: %v", seen)
 	}
-}
-
-// TestDurationObservedOnPanic: the histogram sees a panicking check too.
-func TestDurationObservedOnPanic(t *testing.T) {
-	a, reg := newAPI(t, testConfig(), checkFunc(func(time.Time, limiter.Request, *limiter.Decision) error {
-		panic("boom")
-	}), nil)
-	serve(a, get("/check?key=a"))
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "limiterd_check_duration_seconds" {
-			if n := mf.GetMetric()[0].GetHistogram().GetSampleCount(); n != 1 {
-				t.Errorf("sample count %d, want 1", n)
-			}
-			return
-		}
-	}
-	t.Error("no limiterd_check_duration_seconds")
 }

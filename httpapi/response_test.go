@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -277,14 +278,14 @@ func TestHeaderFields(t *testing.T) {
 	t.Run("faulty N", func(t *testing.T) {
 		// A Checker reporting an impossible N must not crash the handler.
 		for _, n := range []int{-1, 0, 9, 1 << 30} {
-			d := allowed()
-			d.N = n
-			b := appendRateLimitField(nil, &d)
+			res := decision.Result{Decision: allowed()}
+			res.Decision.N = n
+			b := appendRateLimitField(nil, res.Limits())
 			if n <= 0 && len(b) != 0 {
 				t.Errorf("N=%d: %q, want empty", n, b)
 			}
-			appendPolicyField(nil, &d)
-			appendDecisionJSON(nil, &d)
+			appendPolicyField(nil, res.Limits())
+			appendDecisionJSON(nil, &res)
 		}
 	})
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
 	"github.com/limiterd/limiterd/limiter"
 )
@@ -95,6 +96,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err != nil {
 		return err
 	}
+	// Every frontend decides through dec: one fail-open path, one set of
+	// decision metrics.
+	dec, err := decision.New(decision.DefaultConfig(), lim, reg, log)
+	if err != nil {
+		return err
+	}
 	var ctrCluster *counter.ClusterConfig
 	if cfg.clustered() {
 		cc := cfg.counterCluster()
@@ -140,7 +147,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		hcfg.Ready = node.Ready
 		hcfg.Cluster = func() any { return node.Status() }
 	}
-	api, err := httpapi.New(hcfg, lim, reg, log)
+	api, err := httpapi.New(hcfg, dec, reg, log)
 	if err != nil {
 		if node != nil {
 			_ = node.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
 	"github.com/limiterd/limiterd/limiter"
 )
@@ -86,7 +87,12 @@ func newLimiterServer(t testing.TB, rules string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.DefaultConfig(), lim, prometheus.NewRegistry(), nil)
+	reg := prometheus.NewRegistry()
+	dec, err := decision.New(decision.DefaultConfig(), lim, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.DefaultConfig(), dec, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
