@@ -66,6 +66,34 @@ type Request struct {
 	Hits int64
 }
 
+// Decider says who decided a check (Decision.Decided).
+type Decider uint8
+
+const (
+	// DecidedHere: this node, on what it knows (every single-node check).
+	DecidedHere Decider = iota
+	// DecidedByCoordinator: the key's coordinator, this node or another.
+	DecidedByCoordinator
+	// DecidedInFallback: this node alone, with the per-node budget, because
+	// the coordinator did not answer in time.
+	DecidedInFallback
+)
+
+// Answer is what the key's coordinator said of a check that Check left to
+// it (Decision.Coordinate), for Complete.
+type Answer struct {
+	// Answered is false when no answer came in time: Complete then decides
+	// alone, with the budget.
+	Answered bool
+	// Allowed is the coordinator's decision.
+	Allowed bool
+	// Counted reports that this node is the key's coordinator and the hits
+	// are counted already (counter.Coordinate of its own ask).
+	Counted bool
+	// Results are the coordinator's, parallel to the rule's limits.
+	Results []counter.Result
+}
+
 // LimitResult is the state of one limit of the deciding rule after a check.
 type LimitResult struct {
 	Policy     string
@@ -93,6 +121,16 @@ type Decision struct {
 	Shadow bool
 	// Untracked reports the key was allowed uncounted (counter at its cap).
 	Untracked bool
+	// Coordinate reports that the check is the key's coordinator's to
+	// decide (counter.Decision.Coordinate): nothing was counted, Allowed is
+	// false, and the caller completes the check with PrepareAsk and
+	// Complete. Never set by Complete.
+	Coordinate bool
+	// Decided says who decided a check in a coordinated cluster: DecidedHere
+	// (this node alone: far from the limit, or its view is full), or, for a
+	// check that Check left to the coordinator, DecidedByCoordinator or
+	// DecidedInFallback (no answer in time).
+	Decided Decider
 	// RetryAfter is 0 when WouldAllow, else the wait until the same request fits.
 	RetryAfter time.Duration
 	// N is how many entries of Limits are set.

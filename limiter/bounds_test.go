@@ -41,24 +41,36 @@ func TestBounds(t *testing.T) {
 	tests := []struct {
 		name  string
 		nodes int // 0: single-node mode
-		want  []want
+		// budgetOnly turns the coordinator off: the bound of a node that
+		// decides alone with the budget (its fallback).
+		budgetOnly bool
+		want       []want
 	}{
-		{"single node: L + floor(0.1 L)", 0, []want{
+		{"single node: L + floor(0.1 L)", 0, false, []want{
 			{"default", "default", "600/60s", false, 600, time.Minute, 12, 660},
 			{"api", "api/1s", "10/1s", false, 10, time.Second, 12, 11},
 			{"api", "api/60s", "600/60s", false, 600, time.Minute, 12, 660},
 			{"burst", "burst", "600/10s", false, 600, 10 * time.Second, 10, 660},
 			{"trial", "trial", "120/500ms", true, 120, 500 * time.Millisecond, 12, 132},
 		}},
-		// L + N·f + N·T with f = ceil(L × 250ms / W) and T = floor(L × 0.05 / 8).
-		{"8 nodes at 200ms", 8, []want{
+		// Coordinated: L + N·b + N·T with T = floor(L × 0.05 / 8) and
+		// b = (floor(0.1 L) − 8 T) / 8, whatever the window.
+		{"8 nodes, coordinated", 8, false, []want{
+			{"default", "default", "600/60s", false, 600, time.Minute, 12, 600 + 8*4 + 8*3},
+			{"api", "api/1s", "10/1s", false, 10, time.Second, 12, 10},
+			{"api", "api/60s", "600/60s", false, 600, time.Minute, 12, 656},
+			{"burst", "burst", "600/10s", false, 600, 10 * time.Second, 10, 656},
+			{"trial", "trial", "120/500ms", true, 120, 500 * time.Millisecond, 12, 120 + 8*1},
+		}},
+		// The budget alone: L + N·f + N·T with f = ceil(L × 250ms / W).
+		{"8 nodes at 200ms, budget alone", 8, true, []want{
 			{"default", "default", "600/60s", false, 600, time.Minute, 12, 600 + 8*3 + 8*3},
 			{"api", "api/1s", "10/1s", false, 10, time.Second, 12, 10 + 8*3 + 0},
 			{"api", "api/60s", "600/60s", false, 600, time.Minute, 12, 648},
 			{"burst", "burst", "600/10s", false, 600, 10 * time.Second, 10, 600 + 8*15 + 8*3},
 			{"trial", "trial", "120/500ms", true, 120, 500 * time.Millisecond, 12, 120 + 8*60 + 0},
 		}},
-		{"one node in cluster mode: as alone", 1, []want{
+		{"one node in cluster mode: as alone", 1, false, []want{
 			{"default", "default", "600/60s", false, 600, time.Minute, 12, 660},
 			{"api", "api/1s", "10/1s", false, 10, time.Second, 12, 11},
 			{"api", "api/60s", "600/60s", false, 600, time.Minute, 12, 660},
@@ -71,7 +83,7 @@ func TestBounds(t *testing.T) {
 			c := newCounter(t)
 			if tt.nodes > 0 {
 				cc := counter.DefaultClusterConfig("a")
-				cc.Nodes = tt.nodes
+				cc.Nodes, cc.Coordinated = tt.nodes, !tt.budgetOnly
 				if err := c.SetCluster(cc); err != nil {
 					t.Fatal(err)
 				}
@@ -123,13 +135,13 @@ func TestBoundsFollowNodesAndRules(t *testing.T) {
 	if err := c.SetNodes(8); err != nil {
 		t.Fatal(err)
 	}
-	if w := worst(); w != 34 {
-		t.Fatalf("8 nodes: %d, want 34", w)
+	if w := worst(); w != 10 {
+		t.Fatalf("8 nodes: %d, want 10 (the coordinator keeps it)", w)
 	}
 	if err := l.SetRules(mustParse(t, "rules:\n  - name: default\n    limit: 600\n    window: 60s\n")); err != nil {
 		t.Fatal(err)
 	}
-	if w := worst(); w != 648 {
-		t.Fatalf("8 nodes after reload: %d, want 648", w)
+	if w := worst(); w != 656 {
+		t.Fatalf("8 nodes after reload: %d, want 656", w)
 	}
 }

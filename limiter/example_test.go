@@ -73,8 +73,9 @@ rules:
 	//   rules.yaml:4: rule "default": field "limt": unknown field (known fields: name, match, limit, window, slices, shadow, limits)
 }
 
-// Bounds shows which limits in force the cluster can keep within 1.1x: on
-// 8 nodes syncing every 200 ms, a minute's 600 can, 2 per second cannot.
+// Bounds shows what the cluster keeps each limit in force within: on 8
+// nodes with the key's coordinator deciding at the margin, a minute's 600
+// and 2 per second both stay within 1.1x.
 func ExampleLimiter_Bounds() {
 	rules, err := limiter.Parse("rules.yaml", []byte(`
 rules:
@@ -111,7 +112,7 @@ rules:
 		fmt.Printf("%s %s: at most %d (%.3fx)\n", b.Rule, b.LimitText(), b.WorstCase, b.Ratio())
 	}
 	// Output:
-	// default 600/60s: at most 648 (1.080x)
-	// api 2/1s: at most 10 (5.000x)
-	// api 600/60s: at most 648 (1.080x)
+	// default 600/60s: at most 656 (1.093x)
+	// api 2/1s: at most 2 (1.000x)
+	// api 600/60s: at most 656 (1.093x)
 }

@@ -144,6 +144,17 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 		// so a counter that grows new failure modes does not decide silently.
 		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
 	}
+	if cd.Coordinate {
+		d.Coordinate = true
+		d.Rule, d.Shadow, d.N = r.name, r.shadow, len(r.limits)
+		return nil
+	}
+	r.fill(d, cd, res[:len(r.limits)])
+	return nil
+}
+
+// fill writes the counter's decision for rule r into d.
+func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Result) {
 	d.WouldAllow = cd.Allowed
 	d.Allowed = cd.Allowed || r.shadow
 	d.Rule = r.name
@@ -163,6 +174,78 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 			Reset:      x.Reset,
 		}
 	}
+}
+
+// PrepareAsk fills ask, for the key's coordinator, with a check that Check
+// left to it (Decision.Coordinate): the rule's limits, where this node will
+// count the hits if they are granted, and its own recent slices of the key.
+// It counts nothing.
+func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
+	r, err := l.rules.Load().resolve(req)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		return fmt.Errorf("%w: no rule governs the key", ErrUnknownRule)
+	}
+	l.c.PrepareAsk(t, req.Key, req.Hits, r.limits, ask)
+	return nil
+}
+
+// Complete decides a check that Check left to the key's coordinator, with
+// its answer, and writes the outcome to d: a grant is counted here (unless
+// the coordinator was this node and counted it), a denial is remembered
+// until its wait is over (counter.RememberDenial), and without an answer
+// this node decides alone with the per-node budget. The limits in d are the
+// coordinator's view when it answered, this node's otherwise: what remains
+// for this request, never more than a denial leaves. It returns the errors
+// Check returns for a request that cannot be decided.
+func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
+	*d = Decision{}
+	r, err := l.rules.Load().resolve(req)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		d.Allowed, d.WouldAllow = true, true
+		return nil
+	}
+	var res [counter.MaxLimitsPerCall]counter.Result
+	var cd counter.Decision
+	switch {
+	case !a.Answered:
+		d.Decided = DecidedInFallback
+		cd, err = l.c.AllowFallback(t, req.Key, req.Hits, r.limits, res[:])
+	case len(a.Results) != len(r.limits):
+		// The rules changed between the ask and the answer: the answer is
+		// about other limits. Decide alone rather than count on it.
+		d.Decided = DecidedInFallback
+		cd, err = l.c.AllowFallback(t, req.Key, req.Hits, r.limits, res[:])
+	case a.Allowed:
+		d.Decided = DecidedByCoordinator
+		cd = counter.Decision{Allowed: true}
+		if !a.Counted {
+			if _, err = l.c.Grant(t, req.Key, req.Hits, r.limits, res[:]); err != nil {
+				break
+			}
+		}
+		copy(res[:], a.Results)
+	default:
+		d.Decided = DecidedByCoordinator
+		copy(res[:], a.Results)
+		for i := range r.limits {
+			cd.RetryAfter = max(cd.RetryAfter, res[i].RetryAfter)
+		}
+		if !a.Counted {
+			l.c.RememberDenial(t, req.Key, req.Hits, r.limits, res[:len(r.limits)])
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
+	}
+	decided := d.Decided
+	r.fill(d, cd, res[:len(r.limits)])
+	d.Decided = decided
 	return nil
 }
 

@@ -1,0 +1,82 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// TestCompleteAtTheMargin steps a check that Check leaves to the key's
+// coordinator through its three endings: granted (counted here), denied
+// (remembered, nothing remains), and no answer (the budget decides).
+func TestCompleteAtTheMargin(t *testing.T) {
+	t0 := time.UnixMilli(1_800_000_000_000)
+	node := func(name string) (*counter.Counter, *Limiter) {
+		c := newCounter(t)
+		cc := counter.DefaultClusterConfig(name)
+		cc.Nodes = 2
+		if err := c.SetCluster(cc); err != nil {
+			t.Fatal(err)
+		}
+		// 10 per second on 2 nodes: no blind share, every check asks.
+		l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 10\n    window: 1s\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, l
+	}
+	_, la := node("a")
+	ck, _ := node("k")
+	req := Request{Key: "x", Hits: 1}
+	ask := func(at time.Time, id uint64) Answer {
+		t.Helper()
+		var d Decision
+		if err := la.Check(at, req, &d); err != nil || !d.Coordinate || d.Allowed {
+			t.Fatalf("Check: %+v %v, want Coordinate", d, err)
+		}
+		var a counter.Ask
+		if err := la.PrepareAsk(at, req, &a); err != nil {
+			t.Fatal(err)
+		}
+		res := make([]counter.Result, len(a.Limits))
+		kd, err := ck.Coordinate(at, "a", id, &a, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Answer{Answered: true, Allowed: kd.Allowed, Results: res}
+	}
+	for i := range 10 {
+		var d Decision
+		if err := la.Complete(t0, req, ask(t0, uint64(i)), &d); err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed || d.Decided != DecidedByCoordinator || d.Limits[0].Remaining != int64(9-i) {
+			t.Fatalf("grant %d: %+v", i, d)
+		}
+	}
+	// The 11th: a's own view is full now (it counted the grants), so a
+	// denies alone, exactly, without asking.
+	var d Decision
+	if err := la.Check(t0, req, &d); err != nil || d.Allowed || d.Coordinate || d.Limits[0].Remaining != 0 {
+		t.Fatalf("11th: %+v %v", d, err)
+	}
+	// No answer in time, 1 s later (an empty window): the budget decides,
+	// and the answer says so.
+	t1 := t0.Add(time.Second)
+	if err := la.Check(t1, req, &d); err != nil || !d.Coordinate {
+		t.Fatalf("Check at t1: %+v %v", d, err)
+	}
+	if err := la.Complete(t1, req, Answer{}, &d); err != nil || !d.Allowed || d.Decided != DecidedInFallback {
+		t.Fatalf("fallback: %+v %v", d, err)
+	}
+	// A denial from the coordinator reports nothing remaining.
+	full := []counter.Result{{Allowed: false, Limit: 10, Count: 10, Remaining: 0, RetryAfter: 300 * time.Millisecond, Reset: time.Second}}
+	if err := la.Complete(t1, req, Answer{Answered: true, Results: full}, &d); err != nil || d.Allowed || d.Limits[0].Remaining != 0 || d.RetryAfter != 300*time.Millisecond {
+		t.Fatalf("denied: %+v %v", d, err)
+	}
+	// ... and is remembered: the next check denies here until the wait is over.
+	if err := la.Check(t1.Add(100*time.Millisecond), req, &d); err != nil || d.Allowed || d.Coordinate || d.RetryAfter != 200*time.Millisecond {
+		t.Fatalf("remembered: %+v %v", d, err)
+	}
+}
