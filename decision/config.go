@@ -2,6 +2,7 @@ package decision
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -16,19 +17,32 @@ type Config struct {
 	// once-a-second throttle of the internal-error log runs on. Default
 	// time.Now; tests and simulations inject their own instants.
 	Now func() time.Time
+	// Coordinator, in a cluster, decides the checks at the margin that the
+	// limiter leaves to the key's coordinator (limiter.Decision.Coordinate);
+	// the Checker must then implement Completer. nil: such checks are
+	// decided alone, with the budget (a single node never has them).
+	Coordinator Coordinator
+	// Deadline bounds the wait for the coordinator's answer; past it the
+	// check is decided alone, with the per-node budget, and counted as a
+	// fallback. Default 5ms: a round trip on a LAN is a fraction of that
+	// (BENCHMARKS.md), and a check never waits longer. At most 1s.
+	Deadline time.Duration
 }
+
+// DefaultDeadline is Config.Deadline's default.
+const DefaultDeadline = 5 * time.Millisecond
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{Now: time.Now}
+	return Config{Now: time.Now, Deadline: DefaultDeadline}
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig. Every
-// Config is valid today (a nil Now takes its default); Validate is here so
-// that callers check a Decider's settings as they check every other part's,
-// and so that the settings still to come (the deadline of a question to the
-// key's coordinator node) have their place.
+// Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
+// fields are valid: they take their defaults.
 func (c Config) Validate() error {
+	if c.Deadline < 0 || c.Deadline > time.Second {
+		return fmt.Errorf("%w: Deadline must be between 0 (the default, %v) and 1s, got %v", ErrInvalidConfig, DefaultDeadline, c.Deadline)
+	}
 	return nil
 }
 
@@ -36,6 +50,9 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = DefaultConfig().Now
+	}
+	if c.Deadline == 0 {
+		c.Deadline = DefaultDeadline
 	}
 	return c
 }

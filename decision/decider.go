@@ -26,6 +26,12 @@ type Decider struct {
 	log     *slog.Logger
 	m       *metrics
 
+	// The coordinated cluster's slow path (coordinate.go).
+	completer Completer // the Checker, when it implements Completer
+	coord     Coordinator
+	deadline  time.Duration
+	asks      sync.Pool // of *askState
+
 	// The internal-error log is throttled to one line a second so that a
 	// failing limiter at 5,000 checks/s cannot flood the log. A mutex is
 	// enough: it is taken only on a failure.
@@ -56,7 +62,14 @@ func New(cfg Config, c Checker, reg prometheus.Registerer, log *slog.Logger) (*D
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Decider{now: cfg.Now, checker: c, log: log, m: m}, nil
+	d := &Decider{now: cfg.Now, checker: c, log: log, m: m, coord: cfg.Coordinator, deadline: cfg.Deadline}
+	d.completer, _ = c.(Completer)
+	if d.coord != nil && d.completer == nil {
+		m.unregister(reg)
+		return nil, fmt.Errorf("%w: a Coordinator needs a Checker that implements Completer", ErrInvalidConfig)
+	}
+	d.asks.New = func() any { return new(askState) }
+	return d, nil
 }
 
 // Decide decides req at Config.Now and writes everything a frontend needs
@@ -70,8 +83,10 @@ func New(cfg Config, c Checker, reg prometheus.Registerer, log *slog.Logger) (*D
 // Decide fails open: it returns nil and out allows the request with
 // out.Internal set (see the package documentation).
 //
-// ctx is not used yet (see the comment in the body); it is in the signature
-// so that frontends pass their request's context from the start.
+// A check at the margin of a coordinated cluster (limiter.Decision.Coordinate)
+// is put to Config.Coordinator, waiting at most Config.Deadline and no longer
+// than ctx allows; without an answer by then it is decided alone, with the
+// per-node budget.
 func (d *Decider) Decide(ctx context.Context, req limiter.Request, out *Result) error {
 	if p := validKey(req.Key); p != "" {
 		*out = Result{}
@@ -92,13 +107,22 @@ func (d *Decider) Decide(ctx context.Context, req limiter.Request, out *Result) 
 		return nil
 	}
 
-	// The place for the coordinator (next change): a decision at the
-	// margin, close enough to a limit that the peers' unsynced counts could
-	// change it, will be put to the key's coordinator node here, bounded by
-	// ctx's deadline, keeping the local decision if no answer comes in
-	// time. Until then ctx is unused.
-	_ = ctx
-
+	if out.Decision.Coordinate {
+		// At the margin: the key's coordinator decides, within the
+		// deadline, or this node alone after it (coordinate.go).
+		if d.completer == nil {
+			d.failOpen(fmt.Errorf("decision: the Checker left a check to the coordinator but does not implement Completer"), req, out)
+			return nil
+		}
+		if err := d.coordinate(ctx, t, req, &out.Decision); err != nil {
+			if bad := badInput(err, req); bad != nil {
+				*out = Result{}
+				return bad
+			}
+			d.failOpen(err, req, out)
+			return nil
+		}
+	}
 	out.Outcome = outcomeOf(&out.Decision)
 	out.Internal = false
 	d.m.decision(out.Decision.Rule, out.Outcome)

@@ -13,11 +13,14 @@ import (
 func (d *Decider) check(t time.Time, req limiter.Request, dst *limiter.Decision) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &panicError{value: v, stack: debug.Stack()}
+			err = panicErr(v)
 		}
 	}()
 	return d.checker.Check(t, req, dst)
 }
+
+// panicErr wraps a recovered panic value with the stack that raised it.
+func panicErr(v any) error { return &panicError{value: v, stack: debug.Stack()} }
 
 // panicError is a panic inside the Checker. It deliberately wraps nothing,
 // not even an error value it panicked with: a panic is always internal,

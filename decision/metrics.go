@@ -16,6 +16,11 @@ type metrics struct {
 	duration  prometheus.Histogram
 	errors    prometheus.Counter
 
+	// The slow path of a coordinated cluster.
+	coordinatedVec *prometheus.CounterVec
+	coordinated    [numCoord]prometheus.Counter
+	roundTrip      prometheus.Histogram
+
 	// byRule caches the decision counters per rule name so that the hot path
 	// does neither a label-hash lookup nor an allocation: readers load an
 	// immutable map; a new rule name (after a reload) copies it under mu.
@@ -45,7 +50,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Checks that failed inside the limiter (error or panic) and were allowed (NFR3).",
 		}),
 	}
-	cs := []prometheus.Collector{m.decisions, m.duration, m.errors}
+	m.coordinatedVec = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "limiterd_coordinated_checks_total",
+		Help: "Checks at the margin put to the key's coordinator, by result: granted, denied, or decided alone with the budget because no answer came in time (fallback_timeout) or none could come (fallback_unavailable).",
+	}, []string{"result"})
+	for i := range m.coordinated {
+		m.coordinated[i] = m.coordinatedVec.WithLabelValues(coordResult(i))
+	}
+	m.roundTrip = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "limiterd_coordinator_wait_seconds",
+		Help: "Time a check at the margin waited for the key's coordinator (the round trip, or the deadline).",
+		// Loopback round trips take tens of microseconds, a LAN's a few
+		// hundred; the deadline is a few milliseconds.
+		Buckets: []float64{2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1},
+	})
+	cs := m.collectors()
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] { // leave reg as it was
@@ -58,6 +77,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.byRule.Store(&empty)
 	m.forRule("") // export the no-rule series from the start
 	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.decisions, m.duration, m.errors, m.coordinatedVec, m.roundTrip}
+}
+
+// unregister takes the metrics off reg again (a New that failed after
+// registering them).
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	for _, c := range m.collectors() {
+		reg.Unregister(c)
+	}
 }
 
 // forRule returns the counters of a rule, creating them on first use.

@@ -91,9 +91,11 @@ func TestMetricsBeforeAnyDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"limiterd_decisions_total":        "COUNTER Checks answered, by deciding rule (\"\" when none) and outcome.",
-		"limiterd_check_duration_seconds": "HISTOGRAM Time spent deciding one check (the limiter call, without HTTP parsing and writing).",
-		"limiterd_check_errors_total":     "COUNTER Checks that failed inside the limiter (error or panic) and were allowed (NFR3).",
+		"limiterd_decisions_total":          "COUNTER Checks answered, by deciding rule (\"\" when none) and outcome.",
+		"limiterd_check_duration_seconds":   "HISTOGRAM Time spent deciding one check (the limiter call, without HTTP parsing and writing).",
+		"limiterd_check_errors_total":       "COUNTER Checks that failed inside the limiter (error or panic) and were allowed (NFR3).",
+		"limiterd_coordinated_checks_total": "COUNTER Checks at the margin put to the key's coordinator, by result: granted, denied, or decided alone with the budget because no answer came in time (fallback_timeout) or none could come (fallback_unavailable).",
+		"limiterd_coordinator_wait_seconds": "HISTOGRAM Time a check at the margin waited for the key's coordinator (the round trip, or the deadline).",
 	}
 	for _, mf := range mfs {
 		w, ok := want[mf.GetName()]
