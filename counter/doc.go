@@ -73,13 +73,69 @@
 // NFR1 changes in two ways. Every origin has its one straddling slice, so
 // the tolerance for hidden tails is shared: each node's slices hide at most
 // T/N, with T = TailShare x Tolerance x L (ClusterConfig). And between two
-// syncs a node does not know what the others admitted: the per-node budget
-// (ClusterConfig.Budget) lets a node admit at most floor + remaining/N of a
-// key that its peers may not know of yet. docs/blind-interval.md derives the
-// resulting bound with ticks aligned and delivery within the grace
-// (L + N x floor + T), measures it with limitsim against client rates from
-// 10/s to 10,000/s, and describes the adversarial pattern that gets past it
-// when messages take time to arrive.
+// syncs a node does not know what the others admitted.
+//
+// # Coordination at the margin (both halves at once)
+//
+// With ClusterConfig.Coordinated (the default) each key has a coordinator,
+// one node that every node agrees on (the cluster layer picks it), and a
+// check on node j of h hits, where j's window counts C (j's own slices,
+// the merged slices of its peers and, on the coordinator, its grants not
+// yet merged), is decided thus:
+//
+//   - C + h > L: denied here. C never over-counts (above), so at least
+//     L − h + 1 requests were accepted in the window: the denial is right.
+//   - else, if j's unacknowledged admissions U (what it admitted that its
+//     peers may not have merged: the current sync interval, and the one
+//     before during the grace) plus h fit its blind share b: allowed here,
+//     with no network wait. b = (floor(Tolerance x L) − N·T_node) / N, so
+//     all nodes' blind admissions and hidden tails together stay within the
+//     tolerance (Counter.WorstCase; 4 for 600 per minute on 8 nodes, at
+//     least the 3 a client at its limit rate sends in an interval and its
+//     grace, so such a client never needs the network; 0 for 10 per
+//     second on 8 nodes, whose every check at the margin is coordinated).
+//   - else Allow returns Decision.Coordinate. j sends the coordinator an
+//     Ask (PrepareAsk): the limits, its own newest slices of the key and
+//     where it will count the hits (Pred). The coordinator merges those
+//     slices (absolute counts: nothing is added twice) and allows iff its
+//     C + h <= L (Coordinate), recording a grant; j counts a grant (Grant)
+//     and remembers a denial of one hit until its RetryAfter
+//     (RememberDenial), so a client over its limit costs about one round
+//     trip per node per wait.
+//
+// NFR2 holds exactly: every denial, here or at the coordinator, is by a
+// count that never over-counts. A grant is counted by the coordinator
+// until its merged slices show it, and never beside them: it is shown once
+// the asker's predicted slice holds the predicted count, or once the asker
+// has a later slice (it counted the hits in one of the two). A grant whose
+// answer was lost is released by the asker (Release) or expires two sync
+// intervals and the grace after it was made; until then it is the one
+// over-count the scheme has, of h, and only after a lost answer. A check
+// decided by the fallback (AllowFallback: the budget, when no answer came
+// in time) is not exact either; the cluster layer counts those.
+//
+// NFR1, for a healthy cluster (every answer in time, every delta merged
+// within the grace, one clock): take the last grant g before t. The
+// coordinator's count at g included every grant still pending and every
+// admission merged by then, and g fitted: those number at most L. What
+// its count missed are the admissions no node had merged: each node's U,
+// at most b, and what the nodes admitted blind after g, while their own
+// counts still had room, which U also bounds until their next tick's
+// message is merged (the grace), after which their counts include g's
+// window. Add the hidden tails: at most L + N·b + N·T_node (WorstCase),
+// 656 for 600 per minute on 8 nodes and 10 for 10 per second.
+// TestCoordinatedPropertyAgainstOracle checks both halves against the
+// exact oracle on random and adversarial multi-node patterns with latency
+// and lost answers; limitsim measures them on the cluster engine.
+//
+// When the coordinator cannot answer in time, a node decides alone with
+// the per-node budget (ClusterConfig.Budget): it admits at most floor +
+// remaining/N of a key that its peers may not know of yet, and the bound
+// is the budget's, L + N·f + N·T (f its floor; docs/blind-interval.md
+// derives it and its latency chain). During a change of membership the
+// old and the new coordinator each count their own grants, so for up to
+// the grants' lifetime the window may hold, besides the bound, the grants
+// the other one made.
 //
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not
