@@ -70,8 +70,8 @@ func benchSync(b *testing.B, k int, alone, compress bool, config func(*Config)) 
 		keys[i] = "client-" + strconv.Itoa(100000+i)
 	}
 	nw := newNetwork()
-	o := nodeOpts{limit: 600, nw: nw, config: func(c *Config) {
-		c.SyncInterval, c.AntiEntropyInterval = interval, time.Second
+	o := nodeOpts{limit: 600, nw: nw, sync: interval, config: func(c *Config) {
+		c.AntiEntropyInterval = time.Second
 		if config != nil {
 			config(c)
 		}
@@ -97,6 +97,7 @@ func benchSync(b *testing.B, k int, alone, compress bool, config func(*Config)) 
 	}
 	for _, tn := range nodes {
 		cc := counter.DefaultClusterConfig(tn.name)
+		cc.Coordinated = false // every check decided locally, as the measurements were made
 		cc.Nodes = k
 		if err := tn.c.SetCluster(cc); err != nil { // the design's budget, as limiterd runs
 			b.Fatal(err)
@@ -167,7 +168,7 @@ func benchSync(b *testing.B, k int, alone, compress bool, config func(*Config)) 
 // traffic sums the nodes' sync counters.
 func traffic(nodes []*tnode) (sent, received, bytes, dropped uint64) {
 	for _, tn := range nodes {
-		s := &tn.n.syncer.Stats
+		s := &tn.n.engine.Stats
 		sent += s.MessagesSent.Load()
 		received += s.MessagesReceived.Load()
 		bytes += s.BytesSent.Load()

@@ -66,7 +66,7 @@ func newHandle(maxInit int) *codec.MsgpackHandle {
 
 // wire is the reusable state of encoding and decoding messages: the codec's
 // encoder and decoder, their buffers, and the decoded message whose columns
-// the next decode fills again. A Syncer pools them, so the sync path's
+// the next decode fills again. An Engine pools them, so the sync path's
 // garbage is the messages it sends and the keys it decodes, not buffers
 // regrown for every message. A wire is used by one goroutine at a time.
 type wire struct {

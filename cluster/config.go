@@ -25,10 +25,6 @@ const (
 // 1,500-byte Ethernet MTU with the IP and UDP headers.
 const udpBudget = 1400
 
-// streamMessageBytes caps the messages sent over a stream: catch-up state
-// always, and everything with TransportTCP.
-const streamMessageBytes = 60_000
-
 // Config configures a Node. Build it from DefaultConfig.
 type Config struct {
 	// NodeName names this node in the cluster; unique among the nodes, and
@@ -51,16 +47,16 @@ type Config struct {
 	// HTTPAddr, if set, is published to the peers in the node's metadata
 	// and shown in their /cluster.
 	HTTPAddr string
-	// SyncInterval is how often local changes are sent to every peer
-	// (HS5: 200ms). It must match the counter's cluster SyncInterval.
-	SyncInterval time.Duration
 	// AntiEntropyInterval is how often this node re-sends, to every peer,
 	// its slices of the keys whose window is at least half full (where a
 	// lost datagram could change a decision): a lost delta is healed within
-	// this interval. Default 1s.
+	// this interval. It runs on a sync tick (EngineConfig). Default 1s.
+	// The sync interval itself is the counter's (counter.ClusterConfig's
+	// SyncInterval): there is one, set once, on the counter.
 	AntiEntropyInterval time.Duration
 	// RejoinInterval is how often seeds that are not alive members are
-	// joined again. Default 10s.
+	// joined again, and the least time between two catch-ups sent to one
+	// peer. Default 10s.
 	RejoinInterval time.Duration
 	// LeaveTimeout bounds the wait for the leave broadcast at shutdown.
 	// Default 2s.
@@ -77,7 +73,7 @@ type Config struct {
 	// SyncTransport is TransportUDP (default) or TransportTCP.
 	SyncTransport string
 	// SendSpread spreads the datagrams of one tick to one peer evenly over
-	// this share of SyncInterval after the tick (default 0.1: 20 ms of
+	// this share of the sync interval after the tick (default 0.1: 20 ms of
 	// 200 ms; 0 sends them at once). Ticks are aligned on every node, so
 	// without it every node encodes, sends and merges in the same few
 	// milliseconds, and checks answered then wait (docs/real-cluster.md).
@@ -105,7 +101,6 @@ type Config struct {
 func DefaultConfig() Config {
 	c := Config{
 		BindAddr:            "0.0.0.0:7946",
-		SyncInterval:        200 * time.Millisecond,
 		AntiEntropyInterval: time.Second,
 		RejoinInterval:      10 * time.Second,
 		LeaveTimeout:        2 * time.Second,
@@ -162,8 +157,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for name, d := range map[string]time.Duration{
-		"SyncInterval": c.SyncInterval, "AntiEntropyInterval": c.AntiEntropyInterval,
-		"RejoinInterval": c.RejoinInterval, "LeaveTimeout": c.LeaveTimeout,
+		"AntiEntropyInterval": c.AntiEntropyInterval,
+		"RejoinInterval":      c.RejoinInterval, "LeaveTimeout": c.LeaveTimeout,
 	} {
 		if d <= 0 {
 			bad("%s must be positive, got %v", name, d)
@@ -179,7 +174,7 @@ func (c Config) Validate() error {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
 	}
 	if !(c.SendSpread >= 0 && c.SendSpread <= 0.25) {
-		bad("SendSpread must be between 0 and 0.25 (a share of SyncInterval), got %v", c.SendSpread)
+		bad("SendSpread must be between 0 and 0.25 (a share of the sync interval), got %v", c.SendSpread)
 	}
 	if c.QueueLength < 1 {
 		bad("QueueLength must be positive, got %d", c.QueueLength)
@@ -201,17 +196,34 @@ func splitHostPort(hp string) (string, int, error) {
 }
 
 // datagramMessageBytes is the largest sync message that still fits one
-// datagram of udpBudget bytes with memberlist's framing: the user-message
-// byte, the CRC header, the label header and the AES-GCM overhead.
+// datagram of udpBudget bytes with c's label and encryption.
 func (c Config) datagramMessageBytes() int {
+	return datagramBytes(c.Label, len(c.GossipKey) > 0)
+}
+
+// datagramBytes is the largest sync message that still fits one datagram
+// of udpBudget bytes with memberlist's framing: the user-message byte, the
+// CRC header, the label header and the AES-GCM overhead.
+func datagramBytes(label string, encrypted bool) int {
 	n := udpBudget - 1 - 5
-	if c.Label != "" {
-		n -= 2 + len(c.Label)
+	if label != "" {
+		n -= 2 + len(label)
 	}
-	if len(c.GossipKey) > 0 {
+	if encrypted {
 		n -= 1 + 12 + 16 // version, nonce, tag
 	}
 	return n
+}
+
+// engineConfig is the Engine's configuration for this node.
+func (c Config) engineConfig() EngineConfig {
+	ec := DefaultEngineConfig(c.NodeName)
+	ec.AntiEntropyInterval = c.AntiEntropyInterval
+	ec.RejoinInterval = c.RejoinInterval
+	ec.DatagramBytes = c.syncMessageBytes()
+	ec.StreamBytes = streamMessageBytes
+	ec.StreamOnly = c.SyncTransport == TransportTCP
+	return ec
 }
 
 // syncMessageBytes caps delta and anti-entropy messages.

@@ -30,7 +30,6 @@ func TestConfigValidate(t *testing.T) {
 		{"bind bad port", func(c *Config) { c.BindAddr = "127.0.0.1:99999" }, "port"},
 		{"advertise host name", func(c *Config) { c.AdvertiseAddr = "example.com:7946" }, "AdvertiseAddr: host"},
 		{"join without port", func(c *Config) { c.Join = []string{"10.0.0.1"} }, "Join address"},
-		{"zero sync", func(c *Config) { c.SyncInterval = 0 }, "SyncInterval must be positive"},
 		{"negative anti-entropy", func(c *Config) { c.AntiEntropyInterval = -time.Second }, "AntiEntropyInterval"},
 		{"zero rejoin", func(c *Config) { c.RejoinInterval = 0 }, "RejoinInterval"},
 		{"zero leave", func(c *Config) { c.LeaveTimeout = 0 }, "LeaveTimeout"},
@@ -91,24 +90,8 @@ func TestDatagramBudget(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		sc := DefaultSyncConfig("n")
-		sc.MaxMessageBytes = c.syncMessageBytes()
-		if err := sc.Validate(); err != nil {
-			t.Errorf("the datagram size is not a valid Syncer size: %v", err)
-		}
-	}
-}
-
-func TestNextTickIsAligned(t *testing.T) {
-	every := 200 * time.Millisecond
-	for _, now := range []time.Time{
-		time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
-		time.Date(2026, 11, 29, 12, 0, 0, 199_999_999, time.UTC),
-		time.Date(2026, 11, 29, 12, 0, 0, 200_000_001, time.UTC),
-	} {
-		next := nextTick(now, every)
-		if !next.After(now) || next.Sub(now) > every || next.UnixNano()%int64(every) != 0 {
-			t.Errorf("nextTick(%v) = %v: want the first multiple of %v after it", now, next, every)
+		if err := c.engineConfig().Validate(); err != nil {
+			t.Errorf("the datagram size is not a valid Engine size: %v", err)
 		}
 	}
 }

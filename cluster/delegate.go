@@ -13,8 +13,8 @@ import (
 // delegate is the node's memberlist.Delegate. memberlist is used for
 // membership and as a datagram and stream carrier only:
 //
-//   - NotifyMsg hands every user message to the Syncer; a hello's reply
-//     (the sender's state) is queued for the sender.
+//   - NotifyMsg hands every user message to the Engine and queues what it
+//     returns (a hello's reply, a catch-up) for the sender.
 //   - GetBroadcasts returns nil: deltas do not go through memberlist's
 //     broadcast queue, whose capacity (a few KB/s of user payload at 8
 //     nodes) is far below what HS2 needs; each tick's messages are sent
@@ -61,21 +61,13 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 // copies what the counter keeps.
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
-	from, reply, err := n.syncer.Receive(time.Now(), b)
+	_, out, err := n.engine.Receive(time.Now(), b)
 	if err != nil {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a malformed sync message", "bytes", len(b), "err", err)
 		return
 	}
-	if len(reply) > 0 {
-		// A hello: the sender is a new process. If the reply cannot reach it
-		// (not in our table yet, or known at an old address), its join will
-		// bring a catch-up with the same state: make sure the catch-up's
-		// rate limit does not skip it.
-		n.mu.Lock()
-		delete(n.lastCatchUp, from)
-		n.mu.Unlock()
-		n.sendTo(from, batch{msgs: reply, reliable: true})
-	}
+	// A hello's reply, or a catch-up for a peer back from silence.
+	n.dispatch(out)
 }
 
 // GetBroadcasts implements memberlist.Delegate: nothing rides on gossip.
@@ -90,7 +82,7 @@ func (delegate) MergeRemoteState(buf []byte, join bool) {}
 // eventDelegate records membership events in the node's member table.
 // memberlist calls it with its node lock held, so it must not call back
 // into memberlist: it records, counts, and nudges the sync loop, which
-// does the rest (senders, catch-up, the counter's node count).
+// does the rest (senders, and the engine's PeerUp and PeerDown).
 type eventDelegate struct{ n *Node }
 
 // NotifyJoin implements memberlist.EventDelegate.
@@ -121,7 +113,7 @@ func (n *Node) record(nd *memberlist.Node, event string) {
 	n.mu.Lock()
 	n.members[nd.Name] = m
 	if event == "join" && !self {
-		n.catchUp[nd.Name] = true
+		n.joinEv[nd.Name] = true
 	}
 	n.mu.Unlock()
 	n.events.WithLabelValues(event).Inc()

@@ -5,35 +5,67 @@
 //
 // # Pieces
 //
-// Syncer (syncer.go, codec.go) is the transport-free core: it turns a
+// Engine (engine.go, codec.go) is the sync policy, pure and deterministic
+// in the style of etcd raft's RawNode: no goroutines, no clock reads, no
+// network, no memberlist. Events go in (Tick, Receive, PeerUp, PeerDown,
+// Forget, each with the time), messages come out ([]Outbound: a peer, the
+// messages, whether over a stream, whether they may be spread). It turns a
 // counter.Counter's changes into msgpack messages and peers' messages into
 // merges. Counts are absolute per (limit, key, origin node, slice) and
 // merged by max, so a message lost, duplicated, reordered or re-sent never
-// over-counts. limitsim drives it over a simulated network.
+// over-counts. Node runs it over memberlist; limitsim runs it over a
+// simulated network and clock that own only latency, duplication, loss,
+// reordering and skew. The policy:
 //
-// Node (node.go and the files next to it) runs a Syncer over memberlist:
+//   - Ticks fall on multiples of the counter's SyncInterval counted from
+//     the Unix epoch (Engine.NextTick; HS5: 200 ms), the same instants on
+//     every node: the per-node budget's bound assumes it. There is one
+//     sync interval, the counter's (counter.ClusterConfig), read at every
+//     call. Each tick sends the changes since the previous one to every
+//     up peer, directly, not through memberlist's broadcast queue: that
+//     queue piggybacks on gossip and carries a few KB/s per node at 8
+//     nodes, about 80 times less than the design load needs (roughly
+//     1,000 changed clients per node per tick).
+//   - Anti-entropy is scheduled in ticks: the tick of every
+//     ceil(AntiEntropyInterval / SyncInterval)-th slot (1 s: every fifth),
+//     or the first tick after it if that one was skipped. It re-sends this
+//     node's slices of the keys whose window is at least half full, where
+//     a lost datagram could change a decision, so such a loss is healed
+//     within that interval; with no such key it sends an empty message, a
+//     heartbeat that keeps the peers' view of it (last message age, clock
+//     offset, suspicion) current.
+//   - A peer that joins, or comes back after being declared dead
+//     (PeerUp), is sent all of this node's live slices and the ones it had
+//     sent us itself (catch-up, over a stream). Each process also greets
+//     every peer once with a hello, which the peer answers with the same
+//     state: so a node that restarts under its name learns back the counts
+//     it had sent before it died, even when the cluster had not noticed it
+//     was gone.
+//   - A peer that was silent for longer than the silence threshold (three
+//     anti-entropy intervals plus a sync interval: three missed
+//     heartbeats) is sent a catch-up when its next message arrives: it
+//     was cut off without anyone declaring it dead (a partition shorter
+//     than failure detection), so the deltas both ways were lost, and
+//     anti-entropy alone re-sends only keys past half their limit. It does
+//     the same on hearing from us, so both sides converge within an
+//     anti-entropy interval of the heal. (A cut in one direction only is
+//     seen by one side, which pushes its state but does not pull the
+//     other's: that side's counts of cool keys stay missing until they are
+//     hot or a membership change brings a catch-up.)
+//   - Catch-ups to one peer, for whatever reason, are at most one per
+//     RejoinInterval, so a flapping peer cannot cause a storm of full
+//     transfers; a hello from it (a new process) lifts the limit.
+//   - PeerUp and PeerDown keep the set of up peers, give the counter the
+//     node count (counter.SetNodes) and report a change through
+//     EngineConfig.OnNodesChanged.
 //
-//   - Every SyncInterval (HS5: 200 ms) the changes since the last tick go
-//     to every peer memberlist holds alive, directly, not through
-//     memberlist's broadcast queue: that queue piggybacks on gossip and
-//     carries a few KB/s per node at 8 nodes, about 80 times less than the
-//     design load needs (roughly 1,000 changed clients per node per tick).
-//   - Every AntiEntropyInterval (1 s) each node re-sends its slices of the
-//     keys whose window is at least half full, where a lost datagram could
-//     change a decision, so such a loss is healed within that interval;
-//     with no such key it sends an empty message, a heartbeat that keeps
-//     the peers' view of it (last message age, clock offset) current.
-//   - A peer that joins, or comes back after being declared dead, is sent
-//     all of this node's live slices and the ones it had sent us itself
-//     (catch-up, over a stream; at most once per RejoinInterval per peer, so
-//     a flapping peer cannot cause a storm of full transfers). Each process
-//     also greets every peer once with a hello, which the peer answers
-//     with the same state: so a node that restarts under its name learns
-//     back the counts it had sent before it died, even when the cluster
-//     had not noticed it was gone.
-//   - Seeds (Config.Join) that are not alive members are joined again every
-//     RejoinInterval: memberlist alone never merges the two halves of a
-//     healed partition.
+// Node (node.go and the files next to it) is the memberlist adapter: it
+// keeps the memberlist cluster and the member table /cluster shows, runs
+// the timer of the aligned ticks, turns membership events into PeerUp and
+// PeerDown, hands every message to Receive and sends every Outbound on the
+// peer's own goroutine. Seeds (Config.Join) that are not alive members are
+// joined again every RejoinInterval: memberlist alone never merges the two
+// halves of a healed partition.
 //
 // memberlist's push/pull state (LocalState, MergeRemoteState) and its
 // broadcasts (GetBroadcasts) are not used: see delegate.go.
@@ -52,7 +84,7 @@
 //
 // Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a
-// packet or stream of another key or label before it reaches the Syncer,
+// packet or stream of another key or label before it reaches the Engine,
 // so a node of another cluster can neither join nor inject counts. Without
 // a key, anyone who can reach the port can; set one outside a lab.
 //
@@ -100,6 +132,26 @@
 // in allocation and more in the garbage collection it drove. This one reads
 // into one buffer and hands memberlist a copy of each datagram's size.
 //
+// # Wire format and versions
+//
+// Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
+// catch-up, hello reply and, empty, heartbeat; 'H' hello) and a msgpack
+// array whose first field is the wire version (wireVersion, 1). The bytes
+// of each kind are pinned by goldens under testdata/wire (go test -update
+// rewrites them), so that a change of the format is deliberate.
+//
+// A receiver accepts only its own version and its known kinds: a message
+// of another version or an unknown kind is dropped whole and counted in
+// limiterd_sync_decode_errors_total, never half-applied. A mixed-version
+// cluster therefore stays one memberlist cluster (membership, /cluster,
+// and the node count every counter shares its tolerance and budget among
+// span both versions) but syncs counts only within each version: to each
+// group the other is as a partition that nobody declared, each group
+// deciding on its own counts, so a client spread over both may get up to
+// a limit from each. The decode-error metric rises on every node meanwhile.
+// A rolling upgrade across a version change is that state for its length:
+// keep it short, or make the new version also accept the old one.
+//
 // # Metrics
 //
 // New registers limiterd_cluster_members{state}, limiterd_cluster_events_total{event},
@@ -124,7 +176,16 @@
 //
 // A Node is safe for concurrent use: Status, Members, Ready, Name and Addr
 // may be called from any goroutine while Run runs. Run must be called once;
-// every goroutine it starts has returned when it returns. A Syncer is safe
-// for concurrent use. The zero values of Node and Syncer are not usable:
-// build them with New and NewSyncer.
+// every goroutine it starts has returned when it returns.
+//
+// An Engine is safe for concurrent use. Receive may run on many goroutines
+// at once (memberlist delivers on several): it locks only the peer table,
+// for a few map operations, while decoding uses pooled codec state and
+// merging the counter's shard locks, so receives are not serialized.
+// Ticks are serialized among themselves (one sync goroutine calls them in
+// practice) and run concurrently with receives; PeerUp, PeerDown and Forget
+// are meant for that same goroutine, so that membership changes and their
+// OnNodesChanged calls come in order. OnNodesChanged runs with no engine
+// lock held. The zero values of Node and Engine are not usable: build them
+// with New and NewEngine.
 package cluster

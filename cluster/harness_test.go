@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,16 +178,19 @@ type nodeOpts struct {
 	config func(*Config)
 	tune   func(*memberlist.Config) // after fastMemberlist
 	limit  int64                    // the "default" limit, 1000 if 0
+	sync   time.Duration            // the counter's sync interval, testSyncInterval if 0
 }
 
+// testSyncInterval is the tests' sync interval, set on the counter.
+const testSyncInterval = 50 * time.Millisecond
+
 // testConfig is the node configuration of the tests: loopback, fast
-// sync, anti-entropy, rejoin and leave.
+// anti-entropy, rejoin and leave (the fast sync is the counter's).
 func testConfig(name string, port int, join []string) Config {
 	cfg := DefaultConfig()
 	cfg.NodeName = name
 	cfg.BindAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg.Join = join
-	cfg.SyncInterval = 50 * time.Millisecond
 	cfg.AntiEntropyInterval = 200 * time.Millisecond
 	cfg.RejoinInterval = 300 * time.Millisecond
 	cfg.LeaveTimeout = 500 * time.Millisecond
@@ -204,7 +208,8 @@ func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 		o.config(&cfg)
 	}
 	cc := counter.DefaultClusterConfig(name)
-	cc.SyncInterval, cc.Budget = cfg.SyncInterval, false
+	cc.Coordinated = false // every check decided locally: the tests count exactly what they hit
+	cc.SyncInterval, cc.Budget = cmp.Or(o.sync, testSyncInterval), false
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(k), state)
 	}
 	ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, float64(n.ml.GetHealthScore()))
-	s := &n.syncer.Stats
+	s := &n.engine.Stats
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}

@@ -30,15 +30,16 @@ var ErrStopped = errors.New("cluster: node already stopped")
 // when nodes come and go under new names.
 const deadMemberTTL = time.Hour
 
-// Node is one limiterd node's membership and sync: it keeps the memberlist
-// cluster, sends its counter's changes to every live peer each
-// SyncInterval, merges what peers send, and hands restarted or newly
-// joined peers the state they need. Build it with New, run it with Run.
+// Node is one limiterd node's membership and sync: the memberlist adapter
+// of an Engine. It keeps the memberlist cluster, ticks the engine at every
+// multiple of the counter's sync interval, hands it the membership events
+// and the messages peers send, and sends what it returns, one goroutine
+// per peer. Build it with New, run it with Run.
 type Node struct {
 	cfg     Config
 	c       *counter.Counter
 	log     *slog.Logger
-	syncer  *Syncer
+	engine  *Engine
 	ml      *memberlist.Memberlist
 	dgram   int // largest message sent as a datagram
 	started atomic.Bool
@@ -50,14 +51,11 @@ type Node struct {
 	killed  atomic.Bool  // tests: memberlist was shut down as by a crash
 	leaving atomic.Bool  // published in the metadata just before leaving
 
-	mu          sync.Mutex
-	members     map[string]*member   // every member seen, with its last known state
-	senders     map[string]*sender   // one per peer that is alive (or suspect)
-	catchUp     map[string]bool      // peers that joined since the last reconcile
-	greeted     map[string]bool      // peers this process sent a hello to
-	lastCatchUp map[string]time.Time // when each peer was last sent a catch-up
-	nodes       int                  // alive members, as last given to the counter
-	wg          sync.WaitGroup       // the senders' goroutines
+	mu      sync.Mutex
+	members map[string]*member // every member seen, with its last known state
+	senders map[string]*sender // one per peer that is alive (or suspect)
+	joinEv  map[string]bool    // peers with a join event since the last reconcile
+	wg      sync.WaitGroup     // the senders' goroutines
 
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog
@@ -83,7 +81,7 @@ type hooks struct {
 // New checks cfg, binds the memberlist listeners (so a taken port is an
 // error here, like net.Listen) and registers the node's metrics on reg. c
 // must already be in cluster mode with Self equal to cfg.NodeName
-// (counter.SetCluster). log may be nil. The node does not contact anyone
+// (counter.SetCluster); its SyncInterval is the node's. log may be nil. The node does not contact anyone
 // until Run; call Run once, or Close if Run is never called.
 func New(cfg Config, c *counter.Counter, reg prometheus.Registerer, log *slog.Logger) (*Node, error) {
 	return newNode(cfg, c, reg, log, hooks{})
@@ -100,22 +98,12 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 		lg = slog.New(slog.DiscardHandler)
 	}
 	lg = lg.With("node", cfg.NodeName)
-	sc := DefaultSyncConfig(cfg.NodeName)
-	sc.MaxMessageBytes = cfg.syncMessageBytes()
-	sc.StateMessageBytes = streamMessageBytes
-	s, err := NewSyncer(c, sc)
-	if err != nil {
-		return nil, err
-	}
 	n := &Node{
-		cfg: cfg, c: c, log: lg, syncer: s, dgram: cfg.datagramMessageBytes(),
-		nudge:       make(chan struct{}, 1),
-		members:     make(map[string]*member),
-		senders:     make(map[string]*sender),
-		catchUp:     make(map[string]bool),
-		greeted:     make(map[string]bool),
-		lastCatchUp: make(map[string]time.Time),
-		nodes:       1,
+		cfg: cfg, c: c, log: lg, dgram: cfg.datagramMessageBytes(),
+		nudge:   make(chan struct{}, 1),
+		members: make(map[string]*member),
+		senders: make(map[string]*sender),
+		joinEv:  make(map[string]bool),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "limiterd_cluster_events_total",
 			Help: "Membership events seen by this node: join, leave (dead or departed), update (metadata changed).",
@@ -123,6 +111,12 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	}
 	for _, e := range []string{"join", "leave", "update"} {
 		n.events.WithLabelValues(e)
+	}
+	ec := cfg.engineConfig()
+	ec.OnNodesChanged = n.nodesChanged
+	var err error
+	if n.engine, err = NewEngine(c, ec); err != nil {
+		return nil, err
 	}
 	mc, err := n.memberlistConfig(h)
 	if err != nil {
@@ -290,18 +284,15 @@ func (n *Node) kill() {
 	_ = n.ml.Shutdown()
 }
 
-// syncLoop is the only goroutine that starts sends: each tick's deltas,
-// anti-entropy and catch-up after membership changes.
-//
-// Sync ticks fall on wall-clock multiples of the sync interval, so every
-// node ends its blind interval at the same instant (up to clock offset):
-// the per-node budget's bound assumes that, and with unaligned ticks the
-// nodes' shares overlap (limitsim --stagger; docs/blind-interval.md).
+// syncLoop is the only goroutine that ticks the engine and tells it of
+// membership changes. Ticks fall on the instants Engine.NextTick names
+// (wall-clock multiples of the sync interval, the same on every node);
+// the engine decides what each tick sends, anti-entropy included.
 func (n *Node) syncLoop(ctx context.Context) {
-	tick := time.NewTimer(time.Until(nextTick(time.Now(), n.cfg.SyncInterval)))
+	tick := time.NewTimer(time.Until(n.engine.NextTick(time.Now())))
 	defer tick.Stop()
-	ae := time.NewTicker(n.cfg.AntiEntropyInterval)
-	defer ae.Stop()
+	reap := time.NewTicker(n.cfg.AntiEntropyInterval)
+	defer reap.Stop()
 	n.reconcile(time.Now())
 	for {
 		select {
@@ -311,71 +302,48 @@ func (n *Node) syncLoop(ctx context.Context) {
 			n.reconcile(time.Now())
 		case now := <-tick.C:
 			n.tick(now)
-			tick.Reset(time.Until(nextTick(time.Now(), n.cfg.SyncInterval)))
-		case now := <-ae.C:
-			n.antiEntropy(now)
+			tick.Reset(time.Until(n.engine.NextTick(time.Now())))
+		case now := <-reap.C:
 			n.reap(now)
 		}
 	}
 }
 
-// nextTick returns the first multiple of every (counted from the zero
-// time, which wall clocks share) after now.
-func nextTick(now time.Time, every time.Duration) time.Time {
-	return now.Truncate(every).Add(every)
-}
-
-// tick sends the changes since the previous tick to every peer.
+// tick runs the engine's tick and sends what it returns.
 func (n *Node) tick(now time.Time) {
-	msgs, err := n.syncer.Tick(now)
+	out, err := n.engine.Tick(now)
 	if err != nil {
-		n.log.Error("encoding deltas", "err", err)
-		return
+		n.log.Error("encoding sync messages", "err", err)
 	}
-	n.broadcast(msgs)
+	n.dispatch(out)
 }
 
-// antiEntropy re-sends this node's slices of the hot keys to every peer.
-// With no hot key it sends an empty state message instead: a heartbeat
-// that keeps each peer's view of this node (last message age, clock
-// offset, suspicion) current in an idle cluster.
-func (n *Node) antiEntropy(now time.Time) {
-	n.mu.Lock()
-	alone := len(n.senders) == 0
-	n.mu.Unlock()
-	if alone {
+// dispatch queues each Outbound for its peer, if it has a sender.
+func (n *Node) dispatch(out []Outbound) {
+	if len(out) == 0 {
 		return
 	}
-	msgs, err := n.syncer.Hot(now)
-	if err == nil && len(msgs) == 0 {
-		msgs, err = n.syncer.Heartbeat(now)
-	}
-	if err != nil {
-		n.log.Error("encoding anti-entropy state", "err", err)
-		return
-	}
-	n.broadcast(msgs)
-}
-
-// suspectAfter is how long a member memberlist holds alive may stay
-// silent before this node reports it suspect: three heartbeats missed.
-func (n *Node) suspectAfter() time.Duration {
-	return 3*n.cfg.AntiEntropyInterval + n.cfg.SyncInterval
-}
-
-// broadcast queues msgs for every peer.
-func (n *Node) broadcast(msgs [][]byte) {
-	if len(msgs) == 0 {
-		return
-	}
-	b := batch{msgs: msgs, reliable: n.cfg.SyncTransport == TransportTCP}
-	if !b.reliable {
-		b.spread = time.Duration(n.cfg.SendSpread * float64(n.cfg.SyncInterval))
-	}
+	spread := time.Duration(n.cfg.SendSpread * float64(n.engine.SyncInterval()))
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, s := range n.senders {
+	for _, o := range out {
+		s := n.senders[o.To]
+		if s == nil || len(o.Msgs) == 0 {
+			continue
+		}
+		b := batch{msgs: o.Msgs, reliable: o.Reliable}
+		if o.Spread {
+			b.spread = spread
+		}
 		n.enqueue(s, b)
+	}
+}
+
+// nodesChanged is the engine's OnNodesChanged: the counter was told.
+func (n *Node) nodesChanged(alive int) {
+	n.log.Info("cluster membership changed", "alive", alive)
+	if n.cfg.OnNodesChanged != nil {
+		n.cfg.OnNodesChanged(alive)
 	}
 }
 
@@ -387,22 +355,22 @@ func (n *Node) enqueue(s *sender, b batch) {
 	}
 }
 
-// reconcile brings the senders in line with the member table, sends each
-// newly joined peer what it needs, and tells the counter how many nodes
-// share the limits.
+// reconcile brings the senders in line with the member table and tells
+// the engine which peers are up; the engine decides what they are sent
+// (hello, catch-up) and tells the counter how many nodes share the
+// limits. It runs on the sync goroutine, without n.mu held while the
+// engine runs: the engine's OnNodesChanged may call back into the node.
 func (n *Node) reconcile(now time.Time) {
+	up := n.engine.Peers()
+	var ups, downs []string
 	n.mu.Lock()
-	alive := 0
 	for name, m := range n.members {
-		up := m.state == memberlist.StateAlive || m.state == memberlist.StateSuspect
-		if up {
-			alive++
-		}
 		if name == n.cfg.NodeName {
 			continue
 		}
+		alive := m.state == memberlist.StateAlive || m.state == memberlist.StateSuspect
 		s := n.senders[name]
-		if up {
+		if alive {
 			if s == nil {
 				s = newSender(name, n.cfg.QueueLength)
 				n.senders[name] = s
@@ -410,79 +378,32 @@ func (n *Node) reconcile(now time.Time) {
 			}
 			nd := m.node
 			s.node.Store(&nd)
-		} else if s != nil {
-			s.stopAndDrain(time.Time{})
-			delete(n.senders, name)
+			if n.joinEv[name] || !up[name].Up {
+				ups = append(ups, name)
+			}
+		} else {
+			if up[name].Up {
+				downs = append(downs, name)
+			}
+			if s != nil {
+				s.stopAndDrain(time.Time{})
+				delete(n.senders, name)
+			}
 		}
 	}
-	var joined, hello []string
-	for name := range n.catchUp {
-		if !n.greeted[name] {
-			n.greeted[name] = true
-			hello = append(hello, name)
-		}
-		// A peer that flaps (falsely declared dead, back a moment later)
-		// must not cost a full state transfer each time: within
-		// RejoinInterval of its last catch-up it missed at most that long of
-		// deltas, and anti-entropy re-sends the keys near their limit anyway.
-		if last, ok := n.lastCatchUp[name]; !ok || now.Sub(last) >= n.cfg.RejoinInterval {
-			n.lastCatchUp[name] = now
-			joined = append(joined, name)
-		}
-	}
-	clear(n.catchUp)
-	changed := alive != n.nodes && alive > 0
-	if changed {
-		n.nodes = alive
-	}
+	clear(n.joinEv)
 	n.mu.Unlock()
 
-	if changed {
-		err := n.c.SetNodes(alive)
+	for _, name := range downs {
+		n.engine.PeerDown(now, name)
+	}
+	slices.Sort(ups) // a deterministic order of the sends
+	for _, name := range ups {
+		out, err := n.engine.PeerUp(now, name)
 		if err != nil {
-			n.log.Error("updating the node count", "nodes", alive, "err", err)
+			n.log.Error("encoding catch-up state or hello", "peer", name, "err", err)
 		}
-		n.log.Info("cluster membership changed", "alive", alive)
-		// Outside n.mu: the callback may call back into the node (Status,
-		// Members), and n.mu is not reentrant.
-		if err == nil && n.cfg.OnNodesChanged != nil {
-			n.cfg.OnNodesChanged(alive)
-		}
-	}
-	for _, name := range joined {
-		// A peer that (re)joined gets our slices and its own we hold: how a
-		// restarted peer learns back what it had counted.
-		msgs, err := n.syncer.StateFor(now, name)
-		if err != nil {
-			n.log.Error("encoding catch-up state", "peer", name, "err", err)
-			continue
-		}
-		n.sendTo(name, batch{msgs: msgs, reliable: true})
-	}
-	if len(hello) > 0 {
-		// Once per peer and process: a peer answers a hello with our own
-		// slices, which a restarted node needs even when the cluster never
-		// noticed it was gone.
-		msgs, err := n.syncer.Hello(now)
-		if err != nil {
-			n.log.Error("encoding hello", "err", err)
-			return
-		}
-		for _, name := range hello {
-			n.sendTo(name, batch{msgs: msgs, reliable: true})
-		}
-	}
-}
-
-// sendTo queues b for one peer, if it is alive.
-func (n *Node) sendTo(peer string, b batch) {
-	if len(b.msgs) == 0 {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s := n.senders[peer]; s != nil {
-		n.enqueue(s, b)
+		n.dispatch(out)
 	}
 }
 
@@ -493,14 +414,12 @@ func (n *Node) reap(now time.Time) {
 	for name, m := range n.members {
 		if (m.state == memberlist.StateDead || m.state == memberlist.StateLeft) && now.Sub(m.since) > deadMemberTTL {
 			delete(n.members, name)
-			delete(n.greeted, name)
-			delete(n.lastCatchUp, name)
 			gone = append(gone, name)
 		}
 	}
 	n.mu.Unlock()
 	for _, name := range gone {
-		n.syncer.Forget(name)
+		n.engine.Forget(name)
 	}
 }
 

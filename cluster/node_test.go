@@ -101,10 +101,10 @@ func TestMergeIsIdempotentOverTheNetwork(t *testing.T) {
 
 	// Replay a's full state to b through memberlist, several times, by
 	// datagram and by stream, on top of the anti-entropy re-sends.
-	ignored := b.n.syncer.Stats.EntriesIgnored.Load()
+	ignored := b.n.engine.Stats.EntriesIgnored.Load()
 	nb := memberlistNode(t, a, b.name)
 	for range 5 {
-		msgs, err := a.n.syncer.StateFor(time.Now(), b.name)
+		msgs, err := a.n.engine.StateFor(time.Now(), b.name)
 		if err != nil || len(msgs) == 0 {
 			t.Fatalf("state: %d messages, %v", len(msgs), err)
 		}
@@ -118,7 +118,7 @@ func TestMergeIsIdempotentOverTheNetwork(t *testing.T) {
 		}
 	}
 	waitFor(t, "b to receive the replays", func() bool {
-		return b.n.syncer.Stats.EntriesIgnored.Load() >= ignored+10
+		return b.n.engine.Stats.EntriesIgnored.Load() >= ignored+10
 	})
 	for _, tn := range nodes {
 		if got := tn.peek("hot"); got != 15 {
@@ -245,7 +245,7 @@ func TestForeignNodesCannotJoinOrInject(t *testing.T) {
 
 			// Inject a count straight to the members, by datagram and stream.
 			intruder.hit(t, "victim", 50)
-			msgs, err := intruder.n.syncer.StateFor(time.Now(), "n1")
+			msgs, err := intruder.n.engine.StateFor(time.Now(), "n1")
 			if err != nil || len(msgs) == 0 {
 				t.Fatalf("state: %d messages, %v", len(msgs), err)
 			}
@@ -267,7 +267,7 @@ func TestForeignNodesCannotJoinOrInject(t *testing.T) {
 					t.Errorf("%s sees %+v", tn.name, st)
 				}
 			}
-			if got := nodes[0].n.syncer.Stats.DecodeErrors.Load() + nodes[1].n.syncer.Stats.DecodeErrors.Load(); got != 0 {
+			if got := nodes[0].n.engine.Stats.DecodeErrors.Load() + nodes[1].n.engine.Stats.DecodeErrors.Load(); got != 0 {
 				t.Errorf("%d foreign messages reached the decoder", got)
 			}
 		})
@@ -297,7 +297,7 @@ func TestMalformedMessagesAreCountedNotFatal(t *testing.T) {
 // A graceful shutdown sends the last changes, and the peers record the
 // node as left, not dead.
 func TestGracefulLeave(t *testing.T) {
-	nodes := startCluster(t, 3, nodeOpts{config: func(c *Config) { c.SyncInterval = time.Hour }})
+	nodes := startCluster(t, 3, nodeOpts{sync: time.Hour})
 	nodes[2].hit(t, "k", 6) // never ticked: only the final flush can carry it
 	nodes[2].stop()
 	waitFor(t, "n1 and n2 to see n3 left", func() bool {
@@ -338,21 +338,19 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	waitCounts(t, long, 2, nodes...)
 	waitCounts(t, "client-299-"+strings.Repeat("x", 299%120), 1, nodes...)
 
-	msgs, err := nodes[0].n.syncer.StateFor(time.Now(), long2)
+	msgs, err := nodes[0].n.engine.StateFor(time.Now(), long2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same entries cut for datagrams: only messages with the long key
 	// (one per limit and slice that counted it) are over.
-	sc := DefaultSyncConfig(long1)
-	sc.MaxMessageBytes = nodes[0].n.dgram
 	over := 0
 	for _, m := range msgs {
-		_, dm, err := decode(nodes[0].n.syncer.h, m, DefaultDecodeLimits())
+		_, dm, err := decode(nodes[0].n.engine.h, m, DefaultDecodeLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := encodeEntries(nodes[0].n.syncer.h, kindDelta, long1, 1_800_000_000_000, dm.entries(nil), sc.MaxMessageBytes)
+		out, err := encodeEntries(nodes[0].n.engine.h, kindDelta, long1, 1_800_000_000_000, dm.entries(nil), nodes[0].n.dgram)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,5 +366,59 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	}
 	if over == 0 {
 		t.Fatal("no message over the datagram budget: the stream fallback went untested")
+	}
+}
+
+// A partition shorter than failure detection (memberlist declares nobody
+// dead; here it does not probe at all) loses the deltas sent across it,
+// and a key under half its limit is not re-sent by anti-entropy. When the
+// heal brings the first message from a peer silent for longer than the
+// engine's threshold, the receiver sends it a catch-up: every node
+// converges to what both sides counted, and never counts more.
+func TestUnnoticedPartitionHealsByCatchUp(t *testing.T) {
+	nw := newNetwork()
+	nodes := startCluster(t, 4, nodeOpts{nw: nw, limit: 100, tune: func(mc *memberlist.Config) {
+		mc.ProbeInterval = time.Hour // no failure detection: the partition goes unnoticed
+	}})
+	left, right := nodes[:2], nodes[2:]
+	nw.partition(left, right)
+	nodes[0].hit(t, "k", 30)
+	nodes[3].hit(t, "k", 30)
+	waitCounts(t, "k", 30, left...)
+	waitCounts(t, "k", 30, right...)
+	waitFor(t, "each side to see the other suspect (silent), not dead", func() bool {
+		for _, a := range left {
+			for _, b := range right {
+				if a.stateOf(b.name) != "suspect" || b.stateOf(a.name) != "suspect" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	nw.heal()
+	waitFor(t, "every node to count both sides' 60, never more", func() bool {
+		done := true
+		for _, tn := range nodes {
+			got := tn.peek("k")
+			if got > 60 {
+				t.Fatalf("%s counts %d, more than the 60 admitted", tn.name, got)
+			}
+			done = done && got == 60
+		}
+		return done
+	})
+	var catchUps uint64
+	for _, tn := range nodes {
+		catchUps += tn.n.engine.Stats.SilenceCatchUps.Load()
+		for _, other := range nodes {
+			if other != tn && tn.stateOf(other.name) == "dead" {
+				t.Errorf("%s saw %s dead: the partition was noticed", tn.name, other.name)
+			}
+		}
+	}
+	if catchUps == 0 {
+		t.Fatal("converged without a catch-up after silence")
 	}
 }

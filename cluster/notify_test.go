@@ -45,7 +45,8 @@ func notifyingNode(t *testing.T, name string, join []string) (*Node, func() []no
 		calls = append(calls, nodesCall{alive, c.WorstCase(10, time.Second), st.Nodes})
 	}
 	cc := counter.DefaultClusterConfig(name)
-	cc.SyncInterval = cfg.SyncInterval
+	cc.Coordinated = false // the budget's worst case, as the figures below derive
+	cc.SyncInterval = testSyncInterval
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}

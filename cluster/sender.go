@@ -126,6 +126,6 @@ func (n *Node) send(s *sender, b batch) {
 			}
 			continue
 		}
-		n.syncer.CountSent(1, len(m))
+		n.engine.CountSent(1, len(m))
 	}
 }

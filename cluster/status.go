@@ -49,23 +49,18 @@ func (n *Node) Status() Status { return n.status(time.Now()) }
 func (n *Node) Members() []Member { return n.Status().Members }
 
 func (n *Node) status(now time.Time) Status {
-	peers := n.syncer.Peers()
-	quiet := n.suspectAfter()
+	peers := n.engine.Peers()
 	st := Status{Self: n.cfg.NodeName}
 	n.mu.Lock()
 	for name, m := range n.members {
 		state := m.state
 		mb := Member{Name: name, Addr: m.addr, HTTP: m.http}
-		heard := m.since
-		if p, ok := peers[name]; ok && name != n.cfg.NodeName {
+		if p, ok := peers[name]; ok && name != n.cfg.NodeName && !p.LastMessage.IsZero() {
 			age := now.Sub(p.LastMessage).Milliseconds()
 			off := p.Offset.Milliseconds()
 			mb.LastDeltaAgeMs, mb.ClockOffsetMs = &age, &off
-			if p.LastMessage.After(heard) {
-				heard = p.LastMessage
-			}
 		}
-		if state == memberlist.StateAlive && name != n.cfg.NodeName && now.Sub(heard) > quiet {
+		if state == memberlist.StateAlive && name != n.cfg.NodeName && n.engine.Suspect(now, name, m.since) {
 			// memberlist keeps suspicion to itself; what we can see is a peer
 			// whose heartbeats stopped arriving.
 			state = memberlist.StateSuspect

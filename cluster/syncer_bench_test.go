@@ -9,15 +9,16 @@ import (
 	"github.com/limiterd/limiterd/counter"
 )
 
-// benchSyncer returns a syncer over a counter in 8-node cluster mode with
-// the design limit (600/60 s), as limiterd runs it.
-func benchSyncer(b *testing.B, name string) (*counter.Counter, *Syncer, counter.Limit) {
+// benchSyncer returns an engine over a counter in 8-node cluster mode
+// with the design limit (600/60 s), as limiterd runs it, with peer up.
+func benchSyncer(b *testing.B, name, peer string) (*counter.Counter, *Engine, counter.Limit) {
 	b.Helper()
 	c, err := counter.New(counter.DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	cc := counter.DefaultClusterConfig(name)
+	cc.Coordinated = false // every check decided locally, as the measurements were made
 	cc.Nodes = 8
 	if err := c.SetCluster(cc); err != nil {
 		b.Fatal(err)
@@ -26,8 +27,11 @@ func benchSyncer(b *testing.B, name string) (*counter.Counter, *Syncer, counter.
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewSyncer(c, DefaultSyncConfig(name))
+	s, err := NewEngine(c, DefaultEngineConfig(name))
 	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.PeerUp(t0, peer); err != nil {
 		b.Fatal(err)
 	}
 	return c, s, lim
@@ -46,8 +50,8 @@ func BenchmarkSyncerTickReceive(b *testing.B) {
 	for i := range keys {
 		keys[i] = "client-" + strconv.Itoa(100000+i)
 	}
-	pc, ps, lim := benchSyncer(b, "n2")
-	_, rs, _ := benchSyncer(b, "n1")
+	pc, ps, lim := benchSyncer(b, "n2", "n1")
+	_, rs, _ := benchSyncer(b, "n1", "n2")
 	rng := rand.New(rand.NewPCG(1, 2))
 	var res [1]counter.Result
 	now := t0
@@ -57,11 +61,11 @@ func BenchmarkSyncerTickReceive(b *testing.B) {
 			_, _ = pc.Allow(now, keys[rng.IntN(clients)], 1, []counter.Limit{lim}, res[:])
 		}
 		now = now.Add(200 * time.Millisecond)
-		msgs, err := ps.Tick(now)
+		out, err := ps.Tick(now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return msgs
+		return msgsTo(out, "n1")
 	}
 	for range 300 {
 		for _, m := range step() {
@@ -88,14 +92,14 @@ func BenchmarkSyncerTickReceive(b *testing.B) {
 // BenchmarkSyncerHot measures the anti-entropy scan of a node holding
 // 200,000 clients of which none is hot: its cost is paid every second.
 func BenchmarkSyncerHot(b *testing.B) {
-	c, s, lim := benchSyncer(b, "n1")
+	c, s, lim := benchSyncer(b, "n1", "n2")
 	var res [1]counter.Result
 	for i := range 200_000 {
 		_, _ = c.Allow(t0, "client-"+strconv.Itoa(100000+i), 1, []counter.Limit{lim}, res[:])
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := s.Hot(t0.Add(time.Second)); err != nil {
+		if _, err := s.hot(t0.Add(time.Second)); err != nil {
 			b.Fatal(err)
 		}
 	}

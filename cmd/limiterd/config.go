@@ -78,7 +78,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.bindAddr, "bind-addr", "", "`HOST:PORT` the cluster (memberlist, UDP and TCP) listens on; cluster mode is on when this or -join is set (with only -join: "+defaultBindAddr+"); neither: a single node")
 	fs.StringVar(&cfg.advertiseAddr, "advertise-addr", "", "`IP:PORT` peers reach this node at, when not -bind-addr (NAT, containers)")
 	join := fs.String("join", "", "`HOST:PORT[,HOST:PORT...]` seeds to join at start, and to join again while they are not members (so the halves of a healed partition merge); /readyz answers 503 until one has answered")
-	fs.DurationVar(&cfg.syncInterval, "sync-interval", cdefs.SyncInterval, "how often each node sends its count changes to every peer")
+	fs.DurationVar(&cfg.syncInterval, "sync-interval", counter.DefaultClusterConfig("-").SyncInterval, "how often each node sends its count changes to every peer (the counter's sync interval: the budget's blind interval too)")
 	fs.DurationVar(&cfg.antiEntropyInterval, "anti-entropy-interval", cdefs.AntiEntropyInterval, "how often each node re-sends its counts of the keys over half their limit (or a heartbeat): a lost datagram is healed within it")
 	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
 	fs.StringVar(&cfg.clusterLabel, "cluster-label", "", "`LABEL` carried by all cluster traffic; nodes with another label are ignored (at most 255 bytes)")
@@ -198,7 +198,6 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.AdvertiseAddr = c.advertiseAddr
 	cc.Join = c.join
 	cc.HTTPAddr = httpAddr
-	cc.SyncInterval = c.syncInterval
 	cc.AntiEntropyInterval = c.antiEntropyInterval
 	cc.RejoinInterval = c.rejoinInterval
 	cc.Label = c.clusterLabel
@@ -208,7 +207,9 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	return cc
 }
 
-// counterCluster is the counter's cluster mode for this node.
+// counterCluster is the counter's cluster mode for this node: the one
+// place the sync interval is set (the cluster node reads it from the
+// counter).
 func (c config) counterCluster() counter.ClusterConfig {
 	cc := counter.DefaultClusterConfig(c.nodeName)
 	cc.SyncInterval = c.syncInterval

@@ -54,7 +54,7 @@
 // false rejections) and a test pins every number. The rows "limiterd, budget"
 // and "limiterd, no budget" run the same requests, at floor(i*1000/rate) ms,
 // on the same nodes through the simulated cluster below; their touches are
-// the delta messages the Syncers produced and their false rejections those
+// the delta messages the Engines produced and their false rejections those
 // of the replay summary.
 //
 // With --plot DIR, seed also draws its tables as SVG charts into DIR
@@ -84,16 +84,22 @@
 // sim.go runs N nodes, each with limiterd's real counter.Counter in cluster
 // mode (counter.SetCluster with Nodes = N, the sync interval and the
 // budget), a limiter.Limiter with one rule (limiter.New, so the real
-// decision path runs) and a cluster.Syncer. One simulated clock, in integer
+// decision path runs) and a cluster.Engine. One simulated clock, in integer
 // milliseconds of true time, drives them; node i reads it plus its clock
 // offset. A trace of relative times (before 1e12 ms, as the patterns
 // limitsim generates) runs from 2026-01-01 00:00 UTC, so that the slice
 // starts and send times on the wire take the bytes they take in
-// production; a trace of Unix timestamps runs at its own times. Every sync interval each node that counted something since its
-// last tick calls Syncer.Tick with its own time, and each message is
-// delivered to every other node's Syncer.Receive after the latency (a tick
-// with nothing to send changes no decision and is skipped; limiterd ticks
-// every interval, and a test checks that both give the same decisions). At one instant, ticks run
+// production; a trace of Unix timestamps runs at its own times. The nodes see each other up (Engine.PeerUp: hellos)
+// just before the first request. Every sync interval each node that
+// counted something since its last tick, and every node whose engine has
+// anti-entropy due (Engine.NextAntiEntropy: hot keys or a heartbeat), calls
+// Engine.Tick with its own time, and each message the engine returns, and
+// each answer of Engine.Receive, is delivered to its peer after the
+// latency (any other tick sends nothing and changes no decision, so it is
+// skipped; limiterd ticks every interval, and a test checks that both give
+// the same decisions and messages). The simulator has no sync policy of
+// its own: only the network (latency, duplication, and in simConfig
+// seeded loss and reordering) and the clocks. At one instant, ticks run
 // first (in node order), then deliveries (in send order), then the request:
 // every run is deterministic. Options: --skew D spreads the nodes' clock
 // offsets evenly over [-D, +D]; --stagger D makes node i tick i x D / N
@@ -153,12 +159,13 @@
 //	# false_rejections 0            rejected while fewer than the limit of that
 //	                                key were accepted in (t-window, t] (NFR2)
 //	# sync_deltas 250               messages Tick produced (each goes to N-1 peers)
-//	# sync_messages 1750            messages delivered
-//	# sync_bytes 88144              bytes delivered
+//	# sync_messages 1750            messages sent, every purpose: deltas, anti-entropy,
+//	                                heartbeats, hellos, catch-ups (as limiterd_sync_messages_total)
+//	# sync_bytes 88144              bytes of those messages
 //	# sync_duration_ms 60000        the sync intervals the requests span
 //	# sync_messages_per_node_s 3.6  sync_messages / N / duration
 //	# sync_bytes_per_node_s 183.6   sync_bytes / N / duration
-//	# max_peer_offset_ms 0          largest |offset| a Syncer estimated for a
+//	# max_peer_offset_ms 0          largest |offset| an Engine estimated for a
 //	                                peer (clock difference plus latency)
 //
 // Times in the summary (max_in_window, false rejections) are true time.
@@ -242,10 +249,10 @@
 //
 // scale measures what the full mesh costs as the cluster grows: the HS2 load
 // (40,000 checks/s over 200,000 keys, or a rate per node) on simulated
-// clusters of 8 to 128 nodes running the real counter, limiter and Syncer,
+// clusters of 8 to 128 nodes running the real counter, limiter and Engine,
 // with every message's real encoded size. Per node it reports sync messages
 // and bytes sent and received, entries merged, node 0's live heap and the CPU
-// time its Syncer took, and per size the accuracy of a 9x client, a 0.9x
+// time its Engine took, and per size the accuracy of a 9x client, a 0.9x
 // client and the adversarial burst against the derived bound. One window of
 // warm-up (only node 0 receives; a test shows that changes nothing for it),
 // then the measured seconds with the full exchange. "limitsim scale -h" has

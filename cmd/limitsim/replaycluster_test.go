@@ -185,11 +185,11 @@ func Example_replayCluster() {
 	// # seed 20260730
 	// # false_rejections 0
 	// # sync_deltas 2
-	// # sync_messages 2
-	// # sync_bytes 138
+	// # sync_messages 6
+	// # sync_bytes 218
 	// # sync_duration_ms 300
-	// # sync_messages_per_node_s 3.3
-	// # sync_bytes_per_node_s 230.0
+	// # sync_messages_per_node_s 10.0
+	// # sync_bytes_per_node_s 363.3
 	// # max_peer_offset_ms 0
 }
 

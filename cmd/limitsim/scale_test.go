@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/cluster"
 )
 
 // quickScaleConfig is a small limitsim scale: 2,000 keys at 400 checks/s
@@ -189,11 +191,17 @@ func TestScaleAccuracyUnaffectedByLoad(t *testing.T) {
 		}
 		// The hot key fills its window, so anti-entropy re-sent it: the
 		// anti-entropy messages are larger than heartbeats.
-		hello, err := r.nodes[0].syn.Hello(time.UnixMilli(0))
+		// A heartbeat is a hello's size (an empty body): a fresh engine's
+		// PeerUp has nothing to catch up and sends just the hello.
+		fresh, err := newScaleRun(r.cfg, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if heartbeats := r.traffic.aeMsgs * int64(len(hello[0])); rate == scaleHotRate && r.traffic.aeBytes <= heartbeats {
+		hello := fresh.nodes[0].in
+		if len(hello) != 1 || hello[0].Purpose != cluster.PurposeHello {
+			t.Fatalf("a fresh engine's PeerUp sent %+v, want one hello", hello)
+		}
+		if heartbeats := r.traffic.aeMsgs * int64(len(hello[0].Msgs[0])); rate == scaleHotRate && r.traffic.aeBytes <= heartbeats {
 			t.Errorf("%d/s: anti-entropy sent %d bytes, no more than heartbeats (%d); the hot key should have been re-sent", rate, r.traffic.aeBytes, heartbeats)
 		}
 	}

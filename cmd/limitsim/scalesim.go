@@ -12,16 +12,6 @@ import (
 	"github.com/limiterd/limiterd/limiter"
 )
 
-// scaleSyncMessageBytes is the largest sync message limiterd sends by
-// default: one UDP datagram of 1,400 bytes less memberlist's framing
-// (cluster.Config's datagramMessageBytes without label or gossip key). The
-// simulation cuts messages where limiterd does, so its message counts are
-// limiterd's.
-const scaleSyncMessageBytes = 1400 - 1 - 5
-
-// scaleAntiEntropy is cluster.DefaultConfig().AntiEntropyInterval.
-const scaleAntiEntropy = time.Second
-
 // simEpochMs is true time 0 of the simulations (this scale one, and the
 // cluster replays of relative traces), as unix ms: 2026-01-01 00:00 UTC.
 // Slice starts and send times are then as large as a real cluster's, and msgpack encodes them in as many bytes (9, where instants
@@ -33,10 +23,11 @@ func scaleTime(t int64) time.Time { return time.UnixMilli(simEpochMs + t) }
 
 // scaleRun is one cluster size of limitsim scale: N nodes, each with
 // limiterd's real counter (cluster mode, counter.DefaultClusterConfig),
-// limiter and cluster.Syncer (configured as limiterd's Node configures it
-// for UDP), the load spread over them. Every sync interval every node
-// ticks, every anti-entropy interval it sends its hot keys or a
-// heartbeat, and every message goes to every peer at the same instant.
+// limiter and cluster.Engine (cluster.DefaultEngineConfig: limiterd's
+// datagram size and anti-entropy interval for UDP), the load spread over
+// them. Every sync interval every node ticks its engine (which sends the
+// deltas, and when due its hot keys or a heartbeat), and every message
+// goes to every peer at the same instant.
 //
 // During the warm-up only node 0 receives: the other nodes' merges cannot
 // change what they send (a node sends only the slices it counted itself)
@@ -50,7 +41,6 @@ type scaleRun struct {
 	rate     int64 // checks per second, all nodes together
 	nodes    []*scaleNode
 	syncMs   int64
-	aeMs     int64
 	fullWarm bool // every node receives during the warm-up too (tests)
 	all      bool // every node receives (else node 0 only)
 	measure  bool // past the warm-up: traffic and time are counted
@@ -63,21 +53,23 @@ type scaleRun struct {
 type scaleNode struct {
 	c   *counter.Counter
 	lim *limiter.Limiter
-	syn *cluster.Syncer
-	out [][]byte // the messages of the current round
-	// Time inside the Syncer during the measurement: Tick (collecting the
-	// changes and encoding them), Hot (anti-entropy: scanning for hot keys
-	// and encoding them) and Receive (decoding and merging).
+	eng *cluster.Engine
+	out []cluster.Outbound // the messages of the current round
+	in  []cluster.Outbound // what this node's receives answered (hellos' replies, catch-ups)
+	// Time inside the Engine during the measurement: Tick on ticks
+	// without anti-entropy (collecting the changes and encoding them), Tick
+	// on the ticks with it (the same, plus scanning for hot keys and
+	// encoding them, or the heartbeat) and Receive (decoding and merging).
 	tick, hot, receive syncTime
 	start, end         syncCounts
 }
 
-// syncCounts is a snapshot of a Syncer's counters.
+// syncCounts is a snapshot of an Engine's counters.
 type syncCounts struct {
 	msgs, bytes, merged, ignored uint64
 }
 
-func countsOf(s *cluster.Syncer) syncCounts {
+func countsOf(s *cluster.Engine) syncCounts {
 	return syncCounts{
 		msgs: s.Stats.MessagesReceived.Load(), bytes: s.Stats.BytesReceived.Load(),
 		merged: s.Stats.EntriesMerged.Load(), ignored: s.Stats.EntriesIgnored.Load(),
@@ -87,8 +79,9 @@ func countsOf(s *cluster.Syncer) syncCounts {
 // scaleTraffic is what all nodes sent during the measurement. Every copy
 // to every peer counts: one message to N-1 peers is N-1 messages sent.
 type scaleTraffic struct {
-	deltaMsgs, deltaBytes int64 // Tick's messages
-	aeMsgs, aeBytes       int64 // anti-entropy: Hot's messages, or the heartbeat when it has none
+	deltaMsgs, deltaBytes int64 // Tick's deltas
+	aeMsgs, aeBytes       int64 // Tick's anti-entropy: the hot keys, or the heartbeat when none is
+	ctlMsgs, ctlBytes     int64 // hellos, their replies, catch-ups (none once the nodes know each other)
 	checks                int64 // requests checked, all keys
 	bgRejected            int64 // background requests rejected, warm-up included (expected: none)
 }
@@ -106,13 +99,13 @@ type scaleClient struct {
 
 // newScaleRun builds n nodes named "node-0", "node-1"... with limiterd's
 // defaults: counter.DefaultConfig, counter.DefaultClusterConfig (budget
-// on) and cluster.DefaultSyncConfig with limiterd's datagram size.
+// on) and cluster.DefaultEngineConfig; every node sees every other up.
 func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
 	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
 		Name:   simRule,
 		Limits: []limiter.LimitSpec{{Policy: simRule, Limit: seedLimit, Window: seedWindowMs * time.Millisecond, Slices: seedSlices}},
 	}}}
-	r := &scaleRun{cfg: cfg, n: n, rate: cfg.totalRate(n), aeMs: scaleAntiEntropy.Milliseconds()}
+	r := &scaleRun{cfg: cfg, n: n, rate: cfg.totalRate(n)}
 	for i := range n {
 		name := "node-" + strconv.Itoa(i)
 		c, err := counter.New(counter.DefaultConfig())
@@ -120,6 +113,7 @@ func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
 			return nil, err
 		}
 		cc := counter.DefaultClusterConfig(name)
+		cc.Coordinated = false // the budget's design: every check decided where it arrives
 		cc.Nodes = n
 		if err := c.SetCluster(cc); err != nil {
 			return nil, err
@@ -129,13 +123,23 @@ func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc := cluster.DefaultSyncConfig(name)
-		sc.MaxMessageBytes = scaleSyncMessageBytes
-		syn, err := cluster.NewSyncer(c, sc)
+		eng, err := cluster.NewEngine(c, cluster.DefaultEngineConfig(name))
 		if err != nil {
 			return nil, err
 		}
-		r.nodes = append(r.nodes, &scaleNode{c: c, lim: lim, syn: syn})
+		r.nodes = append(r.nodes, &scaleNode{c: c, lim: lim, eng: eng})
+	}
+	// The nodes find each other at true time 0: hellos, which node 0 (or
+	// every node, with fullWarm) receives in the first round; nothing is
+	// counted yet, so the replies and catch-ups are empty.
+	for _, nd := range r.nodes {
+		for j := range n {
+			out, err := nd.eng.PeerUp(scaleTime(0), "node-"+strconv.Itoa(j))
+			if err != nil {
+				return nil, err
+			}
+			nd.in = append(nd.in, out...)
+		}
 	}
 	r.keyNames = make([]string, cfg.keys)
 	for i := range r.keyNames {
@@ -202,58 +206,27 @@ func (r *scaleRun) run() error {
 }
 
 // sync runs the sync work due at true time t, a multiple of the sync
-// interval: every node ticks and its messages reach every peer; then, at
-// multiples of the anti-entropy interval, every node sends its hot keys
-// (or a heartbeat) the same way. All nodes tick at the same instant and
-// messages take no time, as in limitsim burst's base cluster.
+// interval: every node ticks its engine and the messages reach every peer
+// (or node 0 alone during a warm-up that is not full). All nodes tick at
+// the same instant and messages take no time, as in limitsim burst's base
+// cluster.
 func (r *scaleRun) sync(t int64) error {
 	now := scaleTime(t)
-	tick := func(nd *scaleNode) ([][]byte, error) {
-		w := r.startWatch()
-		msgs, err := nd.syn.Tick(now)
-		w.stop(&nd.tick)
-		return msgs, err
-	}
-	if err := r.round(now, tick, &r.traffic.deltaMsgs, &r.traffic.deltaBytes); err != nil {
-		return err
-	}
-	if t%r.aeMs != 0 {
-		return nil
-	}
-	return r.round(now, r.antiEntropy(now), &r.traffic.aeMsgs, &r.traffic.aeBytes)
-}
-
-// antiEntropy returns what limiterd's Node sends every anti-entropy
-// interval: the Syncer's hot keys, or with none an empty state message,
-// a heartbeat. The heartbeat is built from a hello, which has the same
-// empty body: the kind is the first byte of every message
-// (cluster/codec.go), so the size and the decoding are limiterd's.
-func (r *scaleRun) antiEntropy(now time.Time) func(*scaleNode) ([][]byte, error) {
-	return func(nd *scaleNode) ([][]byte, error) {
-		w := r.startWatch()
-		msgs, err := nd.syn.Hot(now)
-		w.stop(&nd.hot)
-		if err != nil || len(msgs) > 0 {
-			return msgs, err
-		}
-		hb, err := nd.syn.Hello(now)
-		if err != nil {
-			return nil, err
-		}
-		hb[0][0] = 'S'
-		return hb, nil
-	}
-}
-
-// round makes every node produce its messages, counts each copy to each
-// peer into msgs and bytes while measuring, and delivers them: to every
-// node, or to node 0 alone during a warm-up that is not full. Receivers
-// take the messages in sender order.
-func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, error), msgs, bytes *int64) error {
 	err := r.eachNode(r.n, func(i int) error {
 		nd := r.nodes[i]
-		var err error
-		nd.out, err = produce(nd)
+		w := r.startWatch()
+		out, err := nd.eng.Tick(now)
+		nd.out = append(nd.in, out...)
+		nd.in = nil
+		ae := false
+		for _, o := range out {
+			ae = ae || o.Purpose == cluster.PurposeAntiEntropy || o.Purpose == cluster.PurposeHeartbeat
+		}
+		if ae {
+			w.stop(&nd.hot)
+		} else {
+			w.stop(&nd.tick)
+		}
 		if err != nil {
 			return fmt.Errorf("node-%d: %w", i, err)
 		}
@@ -262,12 +235,40 @@ func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, erro
 	if err != nil {
 		return err
 	}
-	if r.measure {
-		peers := int64(r.n - 1)
+	for {
+		if err := r.round(now); err != nil {
+			return err
+		}
+		more := false
 		for _, nd := range r.nodes {
-			for _, m := range nd.out {
-				*msgs += peers
-				*bytes += peers * int64(len(m))
+			nd.out, nd.in = nd.in, nil
+			more = more || len(nd.out) > 0
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// round counts each node's outbound messages, each copy to each peer, into
+// the traffic while measuring, and delivers them: to every node, or to
+// node 0 alone during a warm-up that is not full. Receivers take the
+// messages in sender order; what their receives answer waits in in.
+func (r *scaleRun) round(now time.Time) error {
+	if r.measure {
+		for _, nd := range r.nodes {
+			for _, o := range nd.out {
+				msgs, bytes := &r.traffic.ctlMsgs, &r.traffic.ctlBytes
+				switch o.Purpose {
+				case cluster.PurposeDelta:
+					msgs, bytes = &r.traffic.deltaMsgs, &r.traffic.deltaBytes
+				case cluster.PurposeAntiEntropy, cluster.PurposeHeartbeat:
+					msgs, bytes = &r.traffic.aeMsgs, &r.traffic.aeBytes
+				}
+				for _, m := range o.Msgs {
+					*msgs++
+					*bytes += int64(len(m))
+				}
 			}
 		}
 	}
@@ -277,14 +278,22 @@ func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, erro
 	}
 	return r.eachNode(receivers, func(j int) error {
 		nd := r.nodes[j]
+		name := "node-" + strconv.Itoa(j)
 		w := r.startWatch()
 		for i, from := range r.nodes {
 			if i == j {
 				continue
 			}
-			for _, m := range from.out {
-				if _, _, err := nd.syn.Receive(now, m); err != nil {
-					return fmt.Errorf("node-%d receiving from node-%d: %w", j, i, err)
+			for _, o := range from.out {
+				if o.To != name {
+					continue
+				}
+				for _, m := range o.Msgs {
+					_, back, err := nd.eng.Receive(now, m)
+					if err != nil {
+						return fmt.Errorf("node-%d receiving from node-%d: %w", j, i, err)
+					}
+					nd.in = append(nd.in, back...)
 				}
 			}
 		}
@@ -293,7 +302,7 @@ func (r *scaleRun) round(now time.Time, produce func(*scaleNode) ([][]byte, erro
 	})
 }
 
-// syncTime is time spent in the Syncer, in ns: wall clock, and CPU time
+// syncTime is time spent in the Engine, in ns: wall clock, and CPU time
 // of the thread that made the calls (cpuOK false where the platform does
 // not tell). Wall-clock time also counts the time the thread waited for a
 // core, which on a shared machine can be most of it; CPU time does not.
@@ -302,7 +311,7 @@ type syncTime struct {
 	cpuOK     bool
 }
 
-// stopwatch measures one stretch of Syncer calls; the zero value, which
+// stopwatch measures one stretch of Engine calls; the zero value, which
 // startWatch returns outside the measurement, measures nothing.
 type stopwatch struct {
 	on    bool
@@ -378,14 +387,14 @@ func (r *scaleRun) eachNode(n int, f func(i int) error) error {
 func (r *scaleRun) startMeasuring() {
 	r.measure, r.all = true, true
 	for _, nd := range r.nodes {
-		nd.start = countsOf(nd.syn)
+		nd.start = countsOf(nd.eng)
 	}
 }
 
 func (r *scaleRun) stopMeasuring() {
 	r.measure = false
 	for _, nd := range r.nodes {
-		nd.end = countsOf(nd.syn)
+		nd.end = countsOf(nd.eng)
 	}
 }
 
@@ -412,7 +421,7 @@ func (r *scaleRun) state(i int, t int64) (pairs, slices int64) {
 }
 
 // dropHeap returns the live heap that node i (its counter, limiter and
-// Syncer) holds, measured as what a garbage collection frees once the
+// Engine) holds, measured as what a garbage collection frees once the
 // node is dropped; the node is unusable afterwards. Nothing else may run.
 func (r *scaleRun) dropHeap(i int) uint64 {
 	var before, after runtime.MemStats

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster"
@@ -15,15 +16,17 @@ import (
 const simRule = "replay"
 
 // simConfig describes a simulated cluster: N nodes, each running limiterd's
-// real counter (in cluster mode), limiter and cluster.Syncer, joined by a
-// simulated network on a simulated clock.
+// real counter (in cluster mode), limiter and cluster.Engine (the sync
+// policy: deltas, anti-entropy, heartbeats, hellos, catch-ups), joined by
+// a simulated network on a simulated clock. The simulator owns only the
+// network (latency, duplication, loss, reordering) and the clocks.
 type simConfig struct {
 	nodes  int
 	limit  int64
 	window time.Duration
 	slices int
-	// sync is the sync interval: every node whose counter changed calls
-	// Syncer.Tick at each multiple of it (true time).
+	// sync is the sync interval (the counters'): nodes call Engine.Tick at
+	// its multiples (true time, or each node's clock with clockTicks).
 	sync time.Duration
 	// latency is how long a message takes to reach a peer.
 	latency time.Duration
@@ -42,16 +45,27 @@ type simConfig struct {
 	// millisecond after the first copy: after newer messages from the same
 	// sender, so merges see duplicates out of order.
 	dup bool
+	// loss drops each copy of a message with this probability (0 to
+	// 1), drawn from netSeed: lost copies are counted as sent.
+	loss float64
+	// reorder delays each copy by a further 0 to reorder (whole ms,
+	// uniform, drawn from netSeed), so that copies overtake each other.
+	reorder time.Duration
+	// netSeed seeds loss and reorder.
+	netSeed uint64
 	// clockTicks ticks each node at the multiples of the sync interval on
 	// its own clock, as limiterd's nodes do (cluster/node.go), rather than
 	// at the same true instant: with skew, the ticks are then as far apart
 	// as the clocks (modulo the interval). stagger adds to it.
 	clockTicks bool
 	// everyTick ticks every node at every sync instant, as limiterd does,
-	// instead of only nodes with changes. Slower on sparse traces, and the
-	// same decisions (TestIdleTicksChangeNothing): the budget forgets the
-	// previous interval DeliveryGrace after a tick, and a node that skipped
-	// a tick admitted nothing in the interval before it.
+	// instead of only at the ticks where its engine has work: after a
+	// change, and where anti-entropy is due (Engine.NextAntiEntropy).
+	// Slower on sparse traces, and the same decisions and messages
+	// (TestIdleTicksChangeNothing): a tick without changes and without
+	// anti-entropy sends nothing, the budget forgets the previous interval
+	// DeliveryGrace after a tick, and a node that skipped a tick admitted
+	// nothing in the interval before it.
 	everyTick bool
 }
 
@@ -82,6 +96,10 @@ func (sc simConfig) validate() error {
 		return fmt.Errorf("%w: stagger must be a whole number of milliseconds between 0 and the sync interval, got %v", errSimConfig, sc.stagger)
 	case sc.skew < 0 || sc.skew%time.Millisecond != 0 || sc.skew > time.Hour:
 		return fmt.Errorf("%w: skew must be a whole number of milliseconds between 0 and 1h, got %v", errSimConfig, sc.skew)
+	case !(sc.loss >= 0 && sc.loss < 1):
+		return fmt.Errorf("%w: loss must be a probability in [0, 1), got %v", errSimConfig, sc.loss)
+	case sc.reorder < 0 || sc.reorder%time.Millisecond != 0:
+		return fmt.Errorf("%w: reorder must be a whole, non-negative number of milliseconds, got %v", errSimConfig, sc.reorder)
 	}
 	return nil
 }
@@ -98,19 +116,21 @@ func (sc simConfig) skewOffset(i int) int64 {
 
 // simNode is one node: its clock offset and limiterd's real components.
 type simNode struct {
+	name     string
 	offset   int64 // ms added to true time to read this node's clock
 	phase    int64 // true time of its ticks modulo the sync interval, in [0, interval)
 	lim      *limiter.Limiter
-	sync     *cluster.Syncer
-	dirty    bool  // has a tick scheduled: counted a request since its last Tick, or everyTick
-	nextTick int64 // true time of its next tick; meaningful while dirty
+	eng      *cluster.Engine
+	changed  bool  // counted a request since its last Tick
+	ticking  bool  // has a tick scheduled (from the first request until finish)
+	nextTick int64 // true time of its next tick; meaningful while ticking
 }
 
 // simStats is the traffic a simulation produced.
 type simStats struct {
-	produced int   // messages returned by Tick ("counter touches": one sync write to the peers)
-	messages int   // messages delivered: produced x (N-1), twice that with dup
-	bytes    int64 // bytes delivered
+	produced int   // delta messages Tick encoded ("counter touches": one sync write to the peers)
+	messages int   // copies sent, every purpose (deltas, anti-entropy, heartbeats, hellos, catch-ups), twice with dup
+	bytes    int64 // bytes of those copies
 	requests int   // requests checked
 	firstAt  int64 // true time of the first request
 	lastAt   int64 // true time of the last request
@@ -123,6 +143,9 @@ type delivery struct {
 	to  int
 	msg []byte
 }
+
+// simNet is the simulated network's randomness: loss and reordering.
+type simNet struct{ rng *rand.Rand }
 
 type deliveryQueue []delivery
 
@@ -156,6 +179,8 @@ type simCluster struct {
 	// timestamps.
 	epochMs int64
 	stats   simStats
+	net     simNet
+	byName  map[string]int
 }
 
 // realTimeMs separates relative trace times from Unix timestamps: 1e12 ms
@@ -176,7 +201,8 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		Name:   simRule,
 		Limits: []limiter.LimitSpec{{Policy: simRule, Limit: sc.limit, Window: sc.window, Slices: sc.slices}},
 	}}}
-	s := &simCluster{cfg: sc, syncMs: sc.sync.Milliseconds(), latMs: sc.latency.Milliseconds()}
+	s := &simCluster{cfg: sc, syncMs: sc.sync.Milliseconds(), latMs: sc.latency.Milliseconds(),
+		net: simNet{rand.New(rand.NewPCG(sc.netSeed, 0x6e6574))}, byName: make(map[string]int)}
 	for i := range sc.nodes {
 		name := fmt.Sprintf("node-%d", i)
 		c, err := counter.New(counter.DefaultConfig())
@@ -184,6 +210,9 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 			return nil, err
 		}
 		cc := counter.DefaultClusterConfig(name)
+		// The budget's design, which the simulations study: every check
+		// decided on the node it reaches (no coordinator to ask).
+		cc.Coordinated = false
 		cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = sc.nodes, sc.sync, sc.budget, sc.floor, sc.grace
 		if err := c.SetCluster(cc); err != nil {
 			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
@@ -192,18 +221,20 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
 		}
-		syn, err := cluster.NewSyncer(c, cluster.DefaultSyncConfig(name))
+		// limiterd's engine configuration for UDP (cluster.DefaultConfig):
+		// the message sizes, anti-entropy and catch-up are limiterd's.
+		eng, err := cluster.NewEngine(c, cluster.DefaultEngineConfig(name))
 		if err != nil {
 			return nil, err
 		}
-		n := &simNode{offset: sc.skewOffset(i), lim: lim, sync: syn}
+		n := &simNode{name: name, offset: sc.skewOffset(i), lim: lim, eng: eng}
+		s.byName[name] = i
 		n.phase = int64(i) * sc.stagger.Milliseconds() / int64(sc.nodes)
 		if sc.clockTicks {
 			// Node i's clock reads true time + offset: it reads a multiple
 			// of the interval at true times -offset modulo the interval.
 			n.phase = n.phase - n.offset - floorDiv(n.phase-n.offset, s.syncMs)*s.syncMs
 		}
-		n.dirty, n.nextTick = sc.everyTick, n.phase
 		s.nodes = append(s.nodes, n)
 	}
 	return s, nil
@@ -217,12 +248,24 @@ func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) 
 		if at < realTimeMs {
 			s.epochMs = simEpochMs
 		}
-		if s.cfg.everyTick {
-			// Ticks before the first request have nothing to do: start at
-			// the first tick instant at or after it.
-			for _, n := range s.nodes {
-				n.nextTick = -floorDiv(n.phase-at, s.syncMs)*s.syncMs + n.phase
+		// The nodes find each other just before: their hellos arrive, and
+		// are answered with empty state, before the first request is
+		// counted (a reply sent after it would carry the counts, ahead of
+		// the tick). They tick from the first tick instant at or after the
+		// first request: ticks before it have nothing to do.
+		hello := at - s.latMs - 1
+		for i, n := range s.nodes {
+			for _, p := range s.nodes {
+				out, err := n.eng.PeerUp(s.clock(n, hello), p.name)
+				if err != nil {
+					return fmt.Errorf("node-%d: %w", i, err)
+				}
+				s.sendAll(hello, out)
 			}
+		}
+		for _, n := range s.nodes {
+			n.ticking = true
+			s.schedule(n, at)
 		}
 	}
 	if err := s.advance(at, false); err != nil {
@@ -234,27 +277,48 @@ func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) 
 	if err := n.lim.Check(s.clock(n, at), limiter.Request{Key: key, Hits: 1}, d); err != nil {
 		return err
 	}
-	if d.Allowed && !d.Untracked && !n.dirty {
+	if d.Allowed && !d.Untracked && !n.changed {
 		// A tick with nothing to send changes no decision (see everyTick),
-		// so only a node with a change has one scheduled: a sparse trace
-		// does not iterate over every idle interval. Its next tick is the
-		// first after at (one at at itself ran before the request).
-		n.dirty = true
-		n.nextTick = (floorDiv(at-n.phase, s.syncMs)+1)*s.syncMs + n.phase
+		// so a node ticks after a change or when anti-entropy is due: a
+		// sparse trace does not iterate over every idle interval. Its next
+		// tick is the first after at (one at at itself ran before the
+		// request).
+		n.changed = true
+		n.nextTick = min(n.nextTick, s.gridAtOrAfter(n, at+1))
 	}
 	return nil
 }
 
+// gridAtOrAfter is node n's first tick instant at or after true time t.
+func (s *simCluster) gridAtOrAfter(n *simNode, t int64) int64 {
+	return -floorDiv(n.phase-t, s.syncMs)*s.syncMs + n.phase
+}
+
+// schedule sets node n's next tick after one at true time t (or from t,
+// at the first request): every interval with everyTick, else the first
+// tick where its engine runs anti-entropy, or after a change.
+func (s *simCluster) schedule(n *simNode, t int64) {
+	if s.cfg.everyTick {
+		n.nextTick = s.gridAtOrAfter(n, t)
+		return
+	}
+	ae := n.eng.NextAntiEntropy(s.clock(n, t)).UnixMilli() - s.epochMs - n.offset
+	n.nextTick = s.gridAtOrAfter(n, max(t, ae))
+	if n.changed {
+		n.nextTick = min(n.nextTick, s.gridAtOrAfter(n, t))
+	}
+}
+
 // advance runs ticks and deliveries due at or before true time t, or all
 // of them when drain is set. At one instant ticks come first, in node
-// order, then deliveries in send order. It terminates: a tick clears its
-// node's change flag (with everyTick, ticks stop at t and finish clears
-// the flags before it drains), and deliveries are finite.
+// order, then deliveries in send order. It terminates: finish stops the
+// ticks before it drains, and deliveries are finite (a reply is never
+// answered by another).
 func (s *simCluster) advance(t int64, drain bool) error {
 	for {
-		tn := -1 // the dirty node with the earliest tick
+		tn := -1 // the ticking node with the earliest tick
 		for i, n := range s.nodes {
-			if n.dirty && (tn < 0 || n.nextTick < s.nodes[tn].nextTick) {
+			if n.ticking && (tn < 0 || n.nextTick < s.nodes[tn].nextTick) {
 				tn = i
 			}
 		}
@@ -268,72 +332,89 @@ func (s *simCluster) advance(t int64, drain bool) error {
 		case delDue:
 			d := heap.Pop(&s.queue).(delivery)
 			n := s.nodes[d.to]
-			if _, _, err := n.sync.Receive(s.clock(n, d.at), d.msg); err != nil {
+			_, out, err := n.eng.Receive(s.clock(n, d.at), d.msg)
+			if err != nil {
 				return fmt.Errorf("node-%d receiving at %d ms: %w", d.to, d.at, err)
 			}
+			s.sendAll(d.at, out)
 		default:
 			return nil
 		}
 	}
 }
 
-// tick makes node i send its changes to every peer.
+// tick runs node i's engine tick and sends what it returns.
 func (s *simCluster) tick(i int) error {
 	n := s.nodes[i]
 	at := n.nextTick
-	n.dirty = s.cfg.everyTick
-	n.nextTick += s.syncMs
-	msgs, err := n.sync.Tick(s.clock(n, at))
+	n.changed = false
+	delta := n.eng.Stats.DeltaMessages.Load()
+	out, err := n.eng.Tick(s.clock(n, at))
 	if err != nil {
 		return fmt.Errorf("node-%d tick at %d ms: %w", i, at, err)
 	}
-	for _, m := range msgs {
-		s.stats.produced++
-		for j := range s.nodes {
-			if j == i {
-				continue
-			}
-			s.send(at+s.latMs, j, m)
-			if s.cfg.dup {
-				s.send(at+s.latMs+2*s.syncMs+1, j, m)
-			}
-		}
-	}
+	s.stats.produced += int(n.eng.Stats.DeltaMessages.Load() - delta)
+	s.sendAll(at, out)
+	s.schedule(n, at+1)
 	return nil
 }
 
+// sendAll puts the engine's messages, sent at true time at, on the
+// network: each copy arrives after the latency (and a further reorder
+// delay), unless lost; with dup a second copy follows.
+func (s *simCluster) sendAll(at int64, out []cluster.Outbound) {
+	for _, o := range out {
+		to := s.byName[o.To]
+		for _, m := range o.Msgs {
+			s.send(at+s.latMs, to, m)
+			if s.cfg.dup {
+				s.send(at+s.latMs+2*s.syncMs+1, to, m)
+			}
+		}
+	}
+}
+
 func (s *simCluster) send(at int64, to int, msg []byte) {
-	s.seq++
-	heap.Push(&s.queue, delivery{at: at, seq: s.seq, to: to, msg: msg})
 	s.stats.messages++
 	s.stats.bytes += int64(len(msg))
+	if s.cfg.loss > 0 && s.net.rng.Float64() < s.cfg.loss {
+		return
+	}
+	if r := s.cfg.reorder.Milliseconds(); r > 0 {
+		at += s.net.rng.Int64N(r + 1)
+	}
+	s.seq++
+	heap.Push(&s.queue, delivery{at: at, seq: s.seq, to: to, msg: msg})
 }
 
 // finish delivers everything still pending, so the traffic figures cover
 // every change, and returns them.
 func (s *simCluster) finish() (simStats, error) {
-	if s.cfg.everyTick {
-		// Run every node's next tick, then stop ticking: drain would
-		// otherwise never end.
-		if err := s.advance(s.stats.lastAt+s.syncMs, false); err != nil {
-			return s.stats, err
+	// Run the ticks up to one interval after the last request (every
+	// change is sent), then stop ticking: drain would otherwise never end.
+	if err := s.advance(s.stats.lastAt+s.syncMs, false); err != nil {
+		return s.stats, err
+	}
+	for _, n := range s.nodes {
+		if n.changed {
+			return s.stats, fmt.Errorf("%s has changes after its last tick", n.name)
 		}
-		for _, n := range s.nodes {
-			n.dirty = false
-		}
+		n.ticking = false
 	}
 	err := s.advance(0, true)
 	return s.stats, err
 }
 
 // maxPeerOffset is the largest clock offset, in absolute value, that any
-// node's Syncer estimated for a peer from its last message (SentMs minus
+// node's Engine estimated for a peer from its last message (SentMs minus
 // the receiver's clock: the offset an operator sees, latency included).
 func (s *simCluster) maxPeerOffset() time.Duration {
 	var m time.Duration
 	for _, n := range s.nodes {
-		for _, p := range n.sync.Peers() {
-			m = max(m, p.Offset, -p.Offset)
+		for _, p := range n.eng.Peers() {
+			if !p.LastMessage.IsZero() {
+				m = max(m, p.Offset, -p.Offset)
+			}
 		}
 	}
 	return m

@@ -48,16 +48,19 @@ func TestNoBudgetNeverRejectsACompliantClient(t *testing.T) {
 		name             string
 		latency, stagger time.Duration
 		dup              bool
+		loss             float64
+		reorder          time.Duration
 	}{
-		{"base", 0, 0, false},
-		{"duplicated and late", 0, 0, true},
-		{"latency 7ms", 7 * time.Millisecond, 0, true},
-		{"staggered ticks", 3 * time.Millisecond, 50 * time.Millisecond, true},
+		{"base", 0, 0, false, 0, 0},
+		{"duplicated and late", 0, 0, true, 0, 0},
+		{"latency 7ms", 7 * time.Millisecond, 0, true, 0, 0},
+		{"staggered ticks", 3 * time.Millisecond, 50 * time.Millisecond, true, 0, 0},
+		{"lossy and reordered", time.Millisecond, 0, false, 0.3, 40 * time.Millisecond},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			sc := smallSim()
-			sc.latency, sc.stagger, sc.dup = v.latency, v.stagger, v.dup
+			sc.latency, sc.stagger, sc.dup, sc.loss, sc.reorder, sc.netSeed = v.latency, v.stagger, v.dup, v.loss, v.reorder, 7
 			for run := range 6 {
 				at := compliantTrace(rng, int(sc.limit), 1000, 8000)
 				nodes := lcgNodes(uint32(run), sc.nodes)

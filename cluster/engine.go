@@ -1,0 +1,648 @@
+package cluster
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// ErrInvalidConfig wraps configuration errors of this package.
+var ErrInvalidConfig = errors.New("cluster: invalid config")
+
+// streamMessageBytes caps the messages sent over a stream: catch-up state
+// always, and everything with TransportTCP.
+const streamMessageBytes = 60_000
+
+// EngineConfig configures an Engine. Build it from DefaultEngineConfig.
+type EngineConfig struct {
+	// Self is this node's name; it must match the counter's cluster Self.
+	Self string
+	// AntiEntropyInterval is how often the engine re-sends, to every up
+	// peer, its slices of the keys whose window is at least the counter's
+	// HotShare full (where a lost datagram could change a decision), or,
+	// with no such key, a heartbeat. It is scheduled in ticks: the tick of
+	// every ceil(AntiEntropyInterval / SyncInterval)-th sync slot (slots
+	// counted from the Unix epoch, so every node runs it at the same
+	// instants), or the first tick after such a slot when that tick was
+	// skipped. Default 1s.
+	AntiEntropyInterval time.Duration
+	// RejoinInterval is the least time between two catch-ups (full state)
+	// sent to one peer, so that a flapping peer cannot cause a storm of
+	// full transfers. Default 10s.
+	RejoinInterval time.Duration
+	// SilenceThreshold is how long a peer may stay silent before the
+	// engine treats it as having been cut off: its next message brings it
+	// a catch-up, and Suspect reports it meanwhile. Zero: three
+	// anti-entropy intervals (three missed heartbeats) plus one sync
+	// interval.
+	SilenceThreshold time.Duration
+	// DatagramBytes caps delta, anti-entropy, heartbeat and hello
+	// messages: the largest message the transport sends as one datagram
+	// (default 1,394: a 1,400-byte UDP packet less memberlist's framing
+	// without label or encryption). A single entry that cannot fit still
+	// makes a larger message, which the transport must send over a stream.
+	DatagramBytes int
+	// StreamBytes caps catch-up state and hello replies, which can be
+	// megabytes and always go over a stream (default 60,000).
+	StreamBytes int
+	// StreamOnly marks deltas and anti-entropy reliable too (TransportTCP);
+	// set DatagramBytes to StreamBytes with it.
+	StreamOnly bool
+	// Limits bound decoding.
+	Limits DecodeLimits
+	// OnNodesChanged, if set, is called with the number of up peers plus
+	// one each time PeerUp, PeerDown or Forget changes it, right after
+	// counter.SetNodes. It runs on the goroutine that made that call, with
+	// no lock of the engine held.
+	OnNodesChanged func(alive int)
+}
+
+// DefaultEngineConfig returns the defaults documented on EngineConfig.
+func DefaultEngineConfig(self string) EngineConfig {
+	return EngineConfig{
+		Self:                self,
+		AntiEntropyInterval: time.Second,
+		RejoinInterval:      10 * time.Second,
+		DatagramBytes:       datagramBytes("", false),
+		StreamBytes:         streamMessageBytes,
+		Limits:              DefaultDecodeLimits(),
+	}
+}
+
+// Validate reports every invalid field, each error wrapping ErrInvalidConfig.
+func (c EngineConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.Self == "" || len(c.Self) > c.Limits.MaxNameBytes {
+		bad("Self must have 1 to %d bytes, got %d", c.Limits.MaxNameBytes, len(c.Self))
+	}
+	if c.AntiEntropyInterval <= 0 {
+		bad("AntiEntropyInterval must be positive, got %v", c.AntiEntropyInterval)
+	}
+	if c.RejoinInterval <= 0 {
+		bad("RejoinInterval must be positive, got %v", c.RejoinInterval)
+	}
+	if c.SilenceThreshold < 0 {
+		bad("SilenceThreshold must not be negative, got %v", c.SilenceThreshold)
+	}
+	if c.DatagramBytes < 512 || c.DatagramBytes > c.Limits.MaxMessageBytes {
+		bad("DatagramBytes must be between 512 and Limits.MaxMessageBytes (%d), got %d", c.Limits.MaxMessageBytes, c.DatagramBytes)
+	}
+	if c.StreamBytes < c.DatagramBytes || c.StreamBytes > c.Limits.MaxMessageBytes {
+		bad("StreamBytes must be between DatagramBytes (%d) and Limits.MaxMessageBytes (%d), got %d", c.DatagramBytes, c.Limits.MaxMessageBytes, c.StreamBytes)
+	}
+	if c.Limits.MaxEntries < 1 || c.Limits.MaxKeyBytes < 1 || c.Limits.MaxNameBytes < 1 {
+		bad("decode limits must be positive: %+v", c.Limits)
+	}
+	return errors.Join(errs...)
+}
+
+// Purpose says why an Outbound is sent; the transport may count or log by
+// it, and decides nothing on it (Reliable and Spread say how to send).
+type Purpose uint8
+
+// The purposes of outbound messages.
+const (
+	// PurposeDelta: the local changes of one tick.
+	PurposeDelta Purpose = iota + 1
+	// PurposeAntiEntropy: the slices of the hot keys, re-sent.
+	PurposeAntiEntropy
+	// PurposeHeartbeat: an empty state message, anti-entropy with no hot key.
+	PurposeHeartbeat
+	// PurposeHello: "this process started; send me what I had counted".
+	PurposeHello
+	// PurposeReply: the answer to a peer's hello (StateFor the peer).
+	PurposeReply
+	// PurposeCatchUp: StateFor a peer that joined, came back, or was
+	// silent for longer than SilenceThreshold.
+	PurposeCatchUp
+)
+
+// String returns the purpose's name, as logs and metrics would show it.
+func (p Purpose) String() string {
+	switch p {
+	case PurposeDelta:
+		return "delta"
+	case PurposeAntiEntropy:
+		return "anti-entropy"
+	case PurposeHeartbeat:
+		return "heartbeat"
+	case PurposeHello:
+		return "hello"
+	case PurposeReply:
+		return "reply"
+	case PurposeCatchUp:
+		return "catch-up"
+	}
+	return fmt.Sprintf("purpose(%d)", uint8(p))
+}
+
+// Outbound is a list of messages for one peer. The Outbounds of one call
+// may share their Msgs (the same deltas go to every peer): the transport
+// must treat them as read-only.
+type Outbound struct {
+	To      string
+	Purpose Purpose
+	Msgs    [][]byte
+	// Reliable asks for a stream rather than datagrams: catch-up state and
+	// hellos always, everything with StreamOnly. A message longer than
+	// DatagramBytes must go over a stream even when Reliable is false.
+	Reliable bool
+	// Spread allows the transport to spread the messages over a share of
+	// the sync interval after the tick (cluster.Config.SendSpread), so that
+	// aligned ticks do not all land at once. Only a tick's datagrams are.
+	Spread bool
+}
+
+// PeerState is what an Engine knows of one peer.
+type PeerState struct {
+	// Up is whether the peer is a live member (PeerUp without PeerDown
+	// since): it is sent deltas and anti-entropy and counted by SetNodes.
+	Up bool
+	// LastMessage is when the last message from the peer was received; the
+	// zero time if none was.
+	LastMessage time.Time
+	// Offset is the peer's clock minus ours, estimated from its last
+	// message's send time (so it includes the one-way network delay).
+	Offset time.Duration
+}
+
+// EngineStats counts an Engine's traffic. Read with the atomics' Load.
+type EngineStats struct {
+	MessagesSent, BytesSent         atomic.Uint64 // as reported by the transport (CountSent)
+	MessagesReceived, BytesReceived atomic.Uint64
+	DecodeErrors                    atomic.Uint64
+	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged
+	DeltaMessages                   atomic.Uint64 // delta messages Tick encoded, once however many peers get them
+	CatchUps                        atomic.Uint64 // catch-ups sent, on PeerUp or after silence
+	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
+}
+
+// peer is the engine's state of one peer, under Engine.mu.
+type peer struct {
+	PeerState
+	greeted     bool      // this engine sent it a hello
+	caughtUp    bool      // lastCatchUp is set
+	lastCatchUp time.Time // when it was last sent a catch-up
+}
+
+// Engine is the cluster's sync policy, with no goroutine, clock, network or
+// membership library of its own: the transport tells it the time, the
+// membership events and the messages that arrived, and sends the messages
+// it returns. See the package documentation for the policy and the
+// concurrency contract.
+type Engine struct {
+	c    *counter.Counter
+	cfg  EngineConfig
+	h    *codec.MsgpackHandle
+	pool sync.Pool // of *wire
+
+	tickMu  sync.Mutex      // serializes Tick: the counter's change set and buf
+	buf     []counter.Entry // reused by Tick
+	aeRound int64           // anti-entropy round of the last tick; valid with aeSet
+	aeSet   bool
+
+	mu    sync.Mutex
+	peers map[string]*peer
+	nodes int // up peers plus one, as last given to the counter
+
+	Stats EngineStats
+}
+
+// NewEngine returns an Engine for c, which must be in cluster mode
+// (counter.SetCluster) with Self equal to cfg.Self. The sync interval is
+// the counter's: (*counter.Counter).Cluster, read at every call, so that
+// the interval the budget assumes and the one the ticks follow cannot
+// differ.
+func NewEngine(c *counter.Counter, cfg EngineConfig) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil counter", ErrInvalidConfig)
+	}
+	if _, ok := c.Cluster(); !ok {
+		return nil, fmt.Errorf("%w: the counter is not in cluster mode (counter.SetCluster)", ErrInvalidConfig)
+	}
+	if self := c.Self(); self != cfg.Self {
+		return nil, fmt.Errorf("%w: counter's cluster Self is %q, engine's %q", ErrInvalidConfig, self, cfg.Self)
+	}
+	e := &Engine{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1}
+	e.pool.New = func() any { return newWire(e.h) }
+	return e, nil
+}
+
+// SyncInterval returns the counter's sync interval.
+func (e *Engine) SyncInterval() time.Duration {
+	cc, _ := e.c.Cluster() // in cluster mode since NewEngine: it never leaves it
+	return cc.SyncInterval
+}
+
+// SilenceThreshold returns how long a peer may stay silent before it is
+// suspect and its next message brings it a catch-up.
+func (e *Engine) SilenceThreshold() time.Duration {
+	if e.cfg.SilenceThreshold > 0 {
+		return e.cfg.SilenceThreshold
+	}
+	return 3*e.cfg.AntiEntropyInterval + e.SyncInterval()
+}
+
+// slot is the number of whole sync intervals from the Unix epoch to t.
+func slot(t time.Time, every time.Duration) int64 {
+	ns, d := t.UnixNano(), int64(every)
+	q := ns / d
+	if ns%d != 0 && ns < 0 {
+		q--
+	}
+	return q
+}
+
+// NextTick returns the first multiple of the sync interval, counted from
+// the Unix epoch (which wall clocks share), after now: the instant of the
+// next tick. Ticks fall on those instants on every node, so every node
+// ends its blind interval at the same instant (up to clock offset): the
+// per-node budget's bound assumes it, and with unaligned ticks the nodes'
+// shares overlap (limitsim --stagger; docs/blind-interval.md).
+func (e *Engine) NextTick(now time.Time) time.Time {
+	every := e.SyncInterval()
+	return time.Unix(0, (slot(now, every)+1)*int64(every))
+}
+
+// aeTicks is how many sync slots an anti-entropy round spans.
+func (e *Engine) aeTicks(every time.Duration) int64 {
+	return max(1, int64((e.cfg.AntiEntropyInterval+every-1)/every))
+}
+
+// NextAntiEntropy returns the start of the first sync slot at or after
+// now's in which a Tick runs anti-entropy: every tick before it sends
+// deltas only, so a driver that skips the ticks of a node without changes
+// (limitsim) must still tick it then.
+func (e *Engine) NextAntiEntropy(now time.Time) time.Time {
+	every := e.SyncInterval()
+	k := e.aeTicks(every)
+	e.tickMu.Lock()
+	round, set := e.aeRound, e.aeSet
+	e.tickMu.Unlock()
+	s := slot(now, every)
+	next := (floorDivInt(s-1, k) + 1) * k // first multiple of k at or after s
+	if set {
+		// The first slot of the next round, or now's if a tick in it
+		// already runs anti-entropy (the round's first tick was skipped).
+		next = max((round+1)*k, s)
+	}
+	return time.Unix(0, next*int64(every))
+}
+
+func floorDivInt(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Tick is the work of one sync instant; call it at every NextTick (a
+// late or skipped tick only delays its work). It collects the local
+// changes since the previous Tick and returns them as deltas for every
+// up peer, and when anti-entropy is due the hot keys' slices or a
+// heartbeat. The counter starts a new budget interval even when no peer
+// is up. Ticks are serialized; Receive may run concurrently.
+func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
+	peers := e.upPeers()
+	every := e.SyncInterval()
+	e.tickMu.Lock()
+	defer e.tickMu.Unlock()
+	e.buf = e.c.AppendChanges(e.buf[:0], now)
+	round := floorDivInt(slot(now, every), e.aeTicks(every))
+	ae := e.aeSet && round > e.aeRound || !e.aeSet && slot(now, every)%e.aeTicks(every) == 0
+	if !e.aeSet || round > e.aeRound {
+		e.aeRound, e.aeSet = round, true
+	}
+	if len(peers) == 0 {
+		clear(e.buf)
+		return nil, nil
+	}
+	msgs, err := e.encode(kindDelta, now, e.buf, e.cfg.DatagramBytes)
+	clear(e.buf) // drop key references until the next tick
+	if err != nil {
+		return nil, err
+	}
+	e.Stats.DeltaMessages.Add(uint64(len(msgs)))
+	out := e.broadcast(nil, peers, PurposeDelta, msgs)
+	if !ae {
+		return out, nil
+	}
+	msgs, err = e.hot(now)
+	purpose := PurposeAntiEntropy
+	if err == nil && len(msgs) == 0 {
+		msgs, err = e.heartbeat(now)
+		purpose = PurposeHeartbeat
+	}
+	if err != nil {
+		return out, err
+	}
+	return e.broadcast(out, peers, purpose, msgs), nil
+}
+
+// broadcast appends an Outbound of msgs for each peer.
+func (e *Engine) broadcast(out []Outbound, peers []string, p Purpose, msgs [][]byte) []Outbound {
+	if len(msgs) == 0 {
+		return out
+	}
+	for _, name := range peers {
+		out = append(out, Outbound{To: name, Purpose: p, Msgs: msgs, Reliable: e.cfg.StreamOnly, Spread: !e.cfg.StreamOnly})
+	}
+	return out
+}
+
+// upPeers returns the up peers' names, sorted: a deterministic order.
+func (e *Engine) upPeers() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var up []string
+	for name, p := range e.peers {
+		if p.Up {
+			up = append(up, name)
+		}
+	}
+	slices.Sort(up)
+	return up
+}
+
+// Receive decodes a message that arrived at now and merges its entries.
+// It returns the sender and what to send back: for a hello the sender's
+// state (StateFor), and for any other message from an up peer that was
+// silent for longer than SilenceThreshold a catch-up (at most one per
+// RejoinInterval per peer), since what it sent while cut off, and what we
+// sent it, was lost. A malformed, oversized or other-version message is
+// dropped whole, counted, and returned as an error wrapping ErrMalformed;
+// the caller only logs it. Safe for concurrent use: only the peer table is
+// locked, decoding and merging are not serialized.
+func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, err error) {
+	e.Stats.MessagesReceived.Add(1)
+	e.Stats.BytesReceived.Add(uint64(len(b)))
+	w := e.pool.Get().(*wire)
+	kind, m, err := w.decode(b, e.cfg.Limits)
+	if err != nil {
+		e.Stats.DecodeErrors.Add(1)
+		return "", nil, err // w is dropped: the codec's state after an error is not trusted
+	}
+	defer e.pool.Put(w)
+	from = m.From
+	catchUp := false
+	if from != e.cfg.Self {
+		quiet := e.SilenceThreshold()
+		e.mu.Lock()
+		p := e.peer(from)
+		prev := p.LastMessage
+		p.LastMessage = now
+		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
+		switch {
+		case kind == kindHello:
+			// A new process: if the reply cannot reach it (not a member
+			// here yet), its PeerUp must not find the catch-up rate limit
+			// spent.
+			p.caughtUp = false
+		case p.Up && !prev.IsZero() && now.Sub(prev) > quiet:
+			catchUp = e.mayCatchUp(p, now)
+		}
+		e.mu.Unlock()
+	}
+	if kind == kindHello {
+		reply, err := e.StateFor(now, from)
+		if err != nil || len(reply) == 0 {
+			return from, nil, err
+		}
+		return from, []Outbound{{To: from, Purpose: PurposeReply, Msgs: reply, Reliable: true}}, nil
+	}
+	w.entries = m.entries(w.entries[:0])
+	ms := e.c.Merge(now, w.entries)
+	clear(w.entries) // drop key references while w waits in the pool
+	e.Stats.EntriesMerged.Add(uint64(ms.Merged))
+	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
+	if !catchUp {
+		return from, nil, nil
+	}
+	// After the merge, so that the catch-up carries what just arrived.
+	e.Stats.SilenceCatchUps.Add(1)
+	msgs, err := e.StateFor(now, from)
+	if err != nil || len(msgs) == 0 {
+		return from, nil, err
+	}
+	return from, []Outbound{{To: from, Purpose: PurposeCatchUp, Msgs: msgs, Reliable: true}}, nil
+}
+
+// peer returns name's state, created if new. Under e.mu.
+func (e *Engine) peer(name string) *peer {
+	p := e.peers[name]
+	if p == nil {
+		p = &peer{}
+		e.peers[name] = p
+	}
+	return p
+}
+
+// mayCatchUp reports whether p may be sent a catch-up at now, and if so
+// records it. Under e.mu. A peer that flaps (falsely declared dead, back a
+// moment later) must not cost a full state transfer each time: within
+// RejoinInterval of its last catch-up it missed at most that long of
+// deltas, and anti-entropy re-sends the keys near their limit anyway.
+func (e *Engine) mayCatchUp(p *peer, now time.Time) bool {
+	if p.caughtUp && now.Sub(p.lastCatchUp) < e.cfg.RejoinInterval {
+		return false
+	}
+	p.caughtUp, p.lastCatchUp = true, now
+	e.Stats.CatchUps.Add(1)
+	return true
+}
+
+// PeerUp records that name joined, came back, or was seen joining again
+// (a join event for a peer already up is not an error: it may have
+// restarted between two membership events). It returns a catch-up for it
+// (this node's slices and the peer's own that it holds, rate-limited per
+// peer by RejoinInterval) and, once per engine and peer, a hello, which
+// the peer answers with the slices this node had sent it: so a node that
+// restarts under its name learns back what it had counted, even when the
+// cluster had not noticed it was gone.
+func (e *Engine) PeerUp(now time.Time, name string) ([]Outbound, error) {
+	if name == e.cfg.Self {
+		return nil, nil
+	}
+	e.mu.Lock()
+	p := e.peer(name)
+	changed := !p.Up
+	p.Up = true
+	hello := !p.greeted
+	p.greeted = true
+	catchUp := e.mayCatchUp(p, now)
+	nodes := e.recount()
+	e.mu.Unlock()
+	if changed {
+		e.nodesChanged(nodes)
+	}
+	var out []Outbound
+	if catchUp {
+		msgs, err := e.StateFor(now, name)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) > 0 {
+			out = append(out, Outbound{To: name, Purpose: PurposeCatchUp, Msgs: msgs, Reliable: true})
+		}
+	}
+	if hello {
+		msgs, err := e.encode(kindHello, now, nil, e.cfg.DatagramBytes)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Outbound{To: name, Purpose: PurposeHello, Msgs: msgs, Reliable: true})
+	}
+	return out, nil
+}
+
+// PeerDown records that name is no longer a live member (failed or left):
+// it is sent nothing more and no longer counted among the nodes. What it
+// counted keeps counting until its slices leave the window.
+func (e *Engine) PeerDown(now time.Time, name string) {
+	e.mu.Lock()
+	p := e.peers[name]
+	changed := p != nil && p.Up
+	if changed {
+		p.Up = false
+	}
+	nodes := e.recount()
+	e.mu.Unlock()
+	if changed {
+		e.nodesChanged(nodes)
+	}
+}
+
+// Forget drops everything known of a peer that left the cluster for good
+// (its hello and catch-up history included); a peer of that name is then
+// new again.
+func (e *Engine) Forget(name string) {
+	e.mu.Lock()
+	p := e.peers[name]
+	changed := p != nil && p.Up
+	delete(e.peers, name)
+	nodes := e.recount()
+	e.mu.Unlock()
+	if changed {
+		e.nodesChanged(nodes)
+	}
+}
+
+// recount updates e.nodes and returns it. Under e.mu.
+func (e *Engine) recount() int {
+	n := 1
+	for _, p := range e.peers {
+		if p.Up {
+			n++
+		}
+	}
+	e.nodes = n
+	return n
+}
+
+// nodesChanged tells the counter and the callback, outside e.mu: the
+// callback may call back into the engine.
+func (e *Engine) nodesChanged(nodes int) {
+	if err := e.c.SetNodes(nodes); err != nil {
+		return // nodes >= 1 always: SetNodes cannot refuse it
+	}
+	if e.cfg.OnNodesChanged != nil {
+		e.cfg.OnNodesChanged(nodes)
+	}
+}
+
+// Nodes returns the up peers plus one: what the counter was last given.
+func (e *Engine) Nodes() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.nodes
+}
+
+// Peers returns a copy of what is known of each peer that is up or sent a
+// message.
+func (e *Engine) Peers() map[string]PeerState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]PeerState, len(e.peers))
+	for k, v := range e.peers {
+		if v.Up || !v.LastMessage.IsZero() {
+			out[k] = v.PeerState
+		}
+	}
+	return out
+}
+
+// Suspect reports whether peer name, a member since since, has sent
+// nothing (not even a heartbeat) for longer than SilenceThreshold: still
+// sent to and counted as a node, but likely cut off or overloaded.
+func (e *Engine) Suspect(now time.Time, name string, since time.Time) bool {
+	heard := since
+	e.mu.Lock()
+	if p := e.peers[name]; p != nil && p.LastMessage.After(heard) {
+		heard = p.LastMessage
+	}
+	e.mu.Unlock()
+	return now.Sub(heard) > e.SilenceThreshold()
+}
+
+// CountSent records n more messages of the given total size as sent; the
+// transport calls it for every copy it actually sent.
+func (e *Engine) CountSent(n int, bytes int) {
+	e.Stats.MessagesSent.Add(uint64(n))
+	e.Stats.BytesSent.Add(uint64(bytes))
+}
+
+// StateFor returns state messages for peer: all of this node's live
+// slices, and all the peer's own slices this node holds (which is how a
+// restarted peer learns back what it had counted). Catch-ups and hello
+// replies carry it.
+func (e *Engine) StateFor(now time.Time, peer string) ([][]byte, error) {
+	es := e.c.AppendState(nil, now, e.cfg.Self, 0)
+	if peer != e.cfg.Self {
+		es = e.c.AppendState(es, now, peer, 0)
+	}
+	return e.encode(kindState, now, es, e.cfg.StreamBytes)
+}
+
+// hot returns state messages with this node's slices of every key whose
+// window is at least the counter's HotShare full.
+func (e *Engine) hot(now time.Time) ([][]byte, error) {
+	es := e.c.AppendHot(nil, now, e.cfg.Self)
+	return e.encode(kindState, now, es, e.cfg.DatagramBytes)
+}
+
+// heartbeat returns an empty state message: what anti-entropy sends when
+// no key is hot, so that peers keep hearing from this node.
+func (e *Engine) heartbeat(now time.Time) ([][]byte, error) {
+	w := e.pool.Get().(*wire)
+	b, err := w.encode(kindState, message{Version: wireVersion, From: e.cfg.Self, SentMs: now.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
+	e.pool.Put(w)
+	return [][]byte{b}, nil
+}
+
+// encode encodes entries with a pooled wire.
+func (e *Engine) encode(kind byte, now time.Time, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+	w := e.pool.Get().(*wire)
+	msgs, err := w.encodeEntries(kind, e.cfg.Self, now.UnixMilli(), entries, cmp.Or(maxBytes, e.cfg.DatagramBytes))
+	if err == nil {
+		e.pool.Put(w) // after an error the codec's state is not trusted again
+	}
+	return msgs, err
+}
