@@ -63,6 +63,11 @@ type EngineConfig struct {
 	// counter.SetNodes. It runs on the goroutine that made that call, with
 	// no lock of the engine held.
 	OnNodesChanged func(alive int)
+	// OnAnswer, if set, receives every coordinator's answer to this node's
+	// asks (AskMessage) as Receive decodes it, on Receive's goroutine; it
+	// must not block. The transport matches it to the waiting check by
+	// Answer.ID and Answer.From.
+	OnAnswer func(Answer)
 }
 
 // DefaultEngineConfig returns the defaults documented on EngineConfig.
@@ -126,6 +131,10 @@ const (
 	// PurposeCatchUp: StateFor a peer that joined, came back, or was
 	// silent for longer than SilenceThreshold.
 	PurposeCatchUp
+	// PurposeAnswer: this node's answer, as a key's coordinator, to a
+	// peer's ask. Send it at once, ahead of any queued sync traffic: the
+	// asker waits for it with a deadline of a few milliseconds.
+	PurposeAnswer
 )
 
 // String returns the purpose's name, as logs and metrics would show it.
@@ -143,6 +152,8 @@ func (p Purpose) String() string {
 		return "reply"
 	case PurposeCatchUp:
 		return "catch-up"
+	case PurposeAnswer:
+		return "answer"
 	}
 	return fmt.Sprintf("purpose(%d)", uint8(p))
 }
@@ -186,11 +197,14 @@ type EngineStats struct {
 	DeltaMessages                   atomic.Uint64 // delta messages Tick encoded, once however many peers get them
 	CatchUps                        atomic.Uint64 // catch-ups sent, on PeerUp or after silence
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
+	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
+	Releases                        atomic.Uint64 // releases received
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
 type peer struct {
 	PeerState
+	nameHash    uint64    // fnv64 of the name, for Coordinator
 	greeted     bool      // this engine sent it a hello
 	caughtUp    bool      // lastCatchUp is set
 	lastCatchUp time.Time // when it was last sent a catch-up
@@ -212,9 +226,10 @@ type Engine struct {
 	aeRound int64           // anti-entropy round of the last tick; valid with aeSet
 	aeSet   bool
 
-	mu    sync.Mutex
-	peers map[string]*peer
-	nodes int // up peers plus one, as last given to the counter
+	mu       sync.Mutex
+	peers    map[string]*peer
+	selfHash uint64 // fnv64 of Self, for Coordinator
+	nodes    int    // up peers plus one, as last given to the counter
 
 	Stats EngineStats
 }
@@ -237,7 +252,7 @@ func NewEngine(c *counter.Counter, cfg EngineConfig) (*Engine, error) {
 	if self := c.Self(); self != cfg.Self {
 		return nil, fmt.Errorf("%w: counter's cluster Self is %q, engine's %q", ErrInvalidConfig, self, cfg.Self)
 	}
-	e := &Engine{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1}
+	e := &Engine{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1, selfHash: fnv64(cfg.Self)}
 	e.pool.New = func() any { return newWire(e.h) }
 	return e, nil
 }
@@ -391,6 +406,9 @@ func (e *Engine) upPeers() []string {
 func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, err error) {
 	e.Stats.MessagesReceived.Add(1)
 	e.Stats.BytesReceived.Add(uint64(len(b)))
+	if isCoordKind(b) {
+		return e.receiveCoord(now, b)
+	}
 	w := e.pool.Get().(*wire)
 	kind, m, err := w.decode(b, e.cfg.Limits)
 	if err != nil {
@@ -446,7 +464,7 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 func (e *Engine) peer(name string) *peer {
 	p := e.peers[name]
 	if p == nil {
-		p = &peer{}
+		p = &peer{nameHash: fnv64(name)}
 		e.peers[name] = p
 	}
 	return p

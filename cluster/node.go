@@ -57,6 +57,8 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
+	asks asks // checks at the margin waiting for their coordinator (coordinate.go)
+
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog
 	sendLog   rateLog
@@ -114,6 +116,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	}
 	ec := cfg.engineConfig()
 	ec.OnNodesChanged = n.nodesChanged
+	ec.OnAnswer = n.asks.deliver
 	var err error
 	if n.engine, err = NewEngine(c, ec); err != nil {
 		return nil, err
@@ -324,11 +327,25 @@ func (n *Node) dispatch(out []Outbound) {
 		return
 	}
 	spread := time.Duration(n.cfg.SendSpread * float64(n.engine.SyncInterval()))
+	for _, o := range out {
+		if o.Purpose != PurposeAnswer {
+			continue
+		}
+		// An asker waits for it: at once, from this goroutine, not behind
+		// the sync traffic queued for that peer.
+		if nd := n.memberNode(o.To); nd != nil {
+			for _, m := range o.Msgs {
+				if err := n.sendNow(nd, m); err != nil {
+					n.sendLog.log(n.log, slog.LevelWarn, "sending a coordinator's answer failed", "peer", o.To, "err", err)
+				}
+			}
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, o := range out {
 		s := n.senders[o.To]
-		if s == nil || len(o.Msgs) == 0 {
+		if s == nil || len(o.Msgs) == 0 || o.Purpose == PurposeAnswer {
 			continue
 		}
 		b := batch{msgs: o.Msgs, reliable: o.Reliable}

@@ -143,6 +143,23 @@ func (b *boundsWatch) advice(limit int64, window time.Duration) string {
 	if b.model == nil || cc.Validate() != nil {
 		return ""
 	}
+	// The what-ifs below vary the budget's settings: its bound is the one
+	// that depends on them.
+	return b.adviceFor(limit, window)
+}
+
+// adviceFor is advice, with the coordinator's suggestion when it is off.
+func (b *boundsWatch) adviceFor(limit int64, window time.Duration) string {
+	a := b.budgetAdvice(limit, window)
+	if !b.cc.Coordinated {
+		a += "; or turn -coordinate on (on every node): the key's coordinator then decides at the margin and keeps every limit within its bound on a healthy cluster"
+	}
+	return a
+}
+
+// budgetAdvice is advice for a cluster whose nodes decide alone with the
+// budget (-coordinate=false, or a coordinator that cannot be reached).
+func (b *boundsWatch) budgetAdvice(limit int64, window time.Duration) string {
 	promised := b.alone.WorstCase(limit, window)
 	ratio := func(w int64) float64 { return round3(float64(w) / float64(limit)) }
 	prefix := ""
@@ -182,7 +199,7 @@ func (b *boundsWatch) advice(limit int64, window time.Duration) string {
 // are. b.model is only used here and under b.mu.
 func (b *boundsWatch) whatIf(sync time.Duration, budget bool, limit int64, window time.Duration) int64 {
 	cc := b.cc
-	cc.Nodes, cc.SyncInterval, cc.Budget = b.nodes, sync, budget
+	cc.Nodes, cc.SyncInterval, cc.Budget, cc.Coordinated = b.nodes, sync, budget, false
 	if err := b.model.SetCluster(cc); err != nil {
 		// Only a node count beyond what the counter accepts; SetNodes
 		// refused it too, so the counter never ran with it.

@@ -53,7 +53,9 @@ func newBoundsFixture(t *testing.T, rules string, budget bool) *boundsFixture {
 		t.Fatal(err)
 	}
 	cc := counter.DefaultClusterConfig("a")
-	cc.Budget = budget
+	// The budget alone (-coordinate=false): the settings whose bounds
+	// depend on the sync interval and the node count, and need advice.
+	cc.Budget, cc.Coordinated = budget, false
 	if err := fx.ctr.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +267,27 @@ func TestBoundsWarnOnceAndRecover(t *testing.T) {
 	}
 }
 
+// With the coordinator deciding at the margin (the default) every limit,
+// 10 per second on 8 nodes included, is within its promised bound: nothing
+// is warned about, and every ratio is at most 1.1.
+func TestBoundsCoordinatedKeepsEveryLimit(t *testing.T) {
+	fx := newBoundsFixture(t, boundsRules, true)
+	cc, _ := fx.ctr.Cluster()
+	cc.Coordinated = true
+	if err := fx.ctr.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	fx.bw.cc.Coordinated = true
+	fx.bw.check("rules loaded")
+	fx.nodes(t, 8)
+	checkLogs(t, fx.logs(t), nil)
+	for k, v := range fx.gauge(t) {
+		if v > 1.1 {
+			t.Errorf("gauge %s = %v, want at most 1.1", k, v)
+		}
+	}
+}
+
 // With the budget off the advice is to turn it on, and what remains to do
 // after that.
 func TestBoundsAdviceWithoutBudget(t *testing.T) {
@@ -302,7 +325,7 @@ func TestBoundsAdviceAgreesWithCounter(t *testing.T) {
 			t.Fatal(err)
 		}
 		cc := counter.DefaultClusterConfig("check")
-		cc.Nodes, cc.SyncInterval = nodes, sync
+		cc.Nodes, cc.SyncInterval, cc.Coordinated = nodes, sync, false
 		if err := c.SetCluster(cc); err != nil {
 			t.Fatal(err)
 		}

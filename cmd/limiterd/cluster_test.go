@@ -74,7 +74,7 @@ func TestParseClusterFlags(t *testing.T) {
 func TestHelpListsClusterFlags(t *testing.T) {
 	var out strings.Builder
 	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
-	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "anti-entropy-interval", "rejoin-interval", "budget"} {
+	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "anti-entropy-interval", "rejoin-interval", "budget", "coordinate", "coordinator-deadline"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s", name, envName(name))
 		}
@@ -88,7 +88,7 @@ func TestServeCluster(t *testing.T) {
 	if err := os.WriteFile(path, []byte("rules:\n  - name: default\n    limit: 5\n    window: 60s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false"}
+	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false", "-coordinate=false"}
 	base1, _ := daemon(t, path, append(fast, "-node-name", "a")...)
 	if code, body := get(t, base1+"/readyz"); code != 200 {
 		t.Fatalf("a node without -join must be ready at once: %d %s", code, body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
 )
 
@@ -45,6 +46,8 @@ type config struct {
 	gossipKey           []byte
 	syncTransport       string
 	budget              bool
+	coordinate          bool
+	coordinatorDeadline time.Duration
 }
 
 // defaultBindAddr is where memberlist listens when only -join is given.
@@ -85,7 +88,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	gossipKey := fs.String("gossip-key", "", "`BASE64` of a 16, 24 or 32-byte key that encrypts and authenticates cluster traffic (AES-GCM); nodes without it cannot join or inject counts. Prefer the environment variable: flags show in ps")
 	fs.Float64Var(&cfg.syncSpread, "sync-spread", cdefs.SendSpread, "spread each tick's datagrams to a peer over this share of -sync-interval after the tick, so that the nodes' aligned ticks do not all send and merge at once (0: at once; at most 0.25)")
 	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
-	fs.BoolVar(&cfg.budget, "budget", counter.DefaultClusterConfig("-").Budget, "between two syncs, admit at most this node's share of what a key has left (bounds a burst spread over all nodes; a client at its limit rate never meets it)")
+	fs.BoolVar(&cfg.coordinate, "coordinate", counter.DefaultClusterConfig("-").Coordinated, "decide checks at the margin with the key's coordinator node: a node admits alone only its blind share of a key (a slice of the 10 % tolerance) and asks the coordinator, synchronously, past it; false: every node decides alone with the budget (-budget)")
+	fs.DurationVar(&cfg.coordinatorDeadline, "coordinator-deadline", decision.DefaultDeadline, "longest wait for the key's coordinator's answer; past it the node decides alone with the budget and counts a fallback (limiterd_coordinated_checks_total{result=\"fallback_timeout\"}); at most 1s")
+	fs.BoolVar(&cfg.budget, "budget", counter.DefaultClusterConfig("-").Budget, "between two syncs, admit at most this node's share of what a key has left: with -coordinate the fallback when the coordinator does not answer in time, else the rule for every check (bounds a burst spread over all nodes; a client at its limit rate never meets it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `limiterd: a clustered sliding-window rate limiter.
 
@@ -175,6 +180,12 @@ func (c config) validate() error {
 	if err := c.counterConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("-max-keys/-shards: %w", err))
 	}
+	if err := c.decisionConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("-coordinator-deadline: %w", err))
+	}
+	if c.coordinatorDeadline <= 0 {
+		errs = append(errs, fmt.Errorf("-coordinator-deadline must be positive, got %v", c.coordinatorDeadline))
+	}
 	if c.clustered() {
 		if err := c.clusterConfig("").Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster flags: %w", err))
@@ -214,7 +225,16 @@ func (c config) counterCluster() counter.ClusterConfig {
 	cc := counter.DefaultClusterConfig(c.nodeName)
 	cc.SyncInterval = c.syncInterval
 	cc.Budget = c.budget
+	cc.Coordinated = c.coordinate
 	return cc
+}
+
+// decisionConfig is the decision layer's configuration; the coordinator
+// is the cluster node, set in serve once it exists.
+func (c config) decisionConfig() decision.Config {
+	dc := decision.DefaultConfig()
+	dc.Deadline = c.coordinatorDeadline
+	return dc
 }
 
 func (c config) counterConfig() counter.Config {

@@ -96,12 +96,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	if err != nil {
 		return err
 	}
-	// Every frontend decides through dec: one fail-open path, one set of
-	// decision metrics.
-	dec, err := decision.New(decision.DefaultConfig(), lim, reg, log)
-	if err != nil {
-		return err
-	}
 	var ctrCluster *counter.ClusterConfig
 	if cfg.clustered() {
 		cc := cfg.counterCluster()
@@ -146,6 +140,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		}
 		hcfg.Ready = node.Ready
 		hcfg.Cluster = func() any { return node.Status() }
+	}
+	// Every frontend decides through dec: one fail-open path, one set of
+	// decision metrics, and in a cluster the one way to the key's
+	// coordinator.
+	dcfg := cfg.decisionConfig()
+	if node != nil {
+		dcfg.Coordinator = node
+	}
+	dec, err := decision.New(dcfg, lim, reg, log)
+	if err != nil {
+		if node != nil {
+			_ = node.Close()
+		}
+		return err
 	}
 	api, err := httpapi.New(hcfg, dec, reg, log)
 	if err != nil {

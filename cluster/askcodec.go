@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// Coordination message kinds: a check at the margin put to the key's
+// coordinator, its answer, and the release of a grant the asker did not
+// count. They carry coordVersion; the sync kinds keep wireVersion 1, so a
+// node of the previous version still syncs with this one and merely drops
+// these (an unknown kind, counted as a decode error): its asks never come
+// and asks to it are never answered, so checks at the margin that involve
+// it fall back to the budget after the deadline.
+const (
+	kindAsk     byte = 'Q'
+	kindAnswer  byte = 'A'
+	kindRelease byte = 'R'
+)
+
+// coordVersion is the version of the coordination messages; a receiver
+// drops others.
+const coordVersion = 2
+
+// Answer status values.
+const (
+	answerDecided uint8 = 0 // Allowed is the coordinator's decision
+	answerUnable  uint8 = 1 // it could not decide (an unknown limit): decide alone at once
+)
+
+// askMsg is an ask's msgpack body: counter.Ask in columns, the entries'
+// limits as indexes into Limits.
+type askMsg struct {
+	_struct     struct{} `codec:",toarray"` //nolint:unused
+	Version     uint8
+	From        string
+	SentMs      int64
+	ID          uint64
+	Key         string
+	Hits        int64
+	Limits      []string
+	PredStarts  []int64
+	PredAfters  []uint32
+	EntryLimits []uint8
+	EntryStarts []int64
+	EntryCounts []uint32
+}
+
+// answerMsg is an answer's body: the decision and the coordinator's view
+// of each limit, in ask order.
+type answerMsg struct {
+	_struct   struct{} `codec:",toarray"` //nolint:unused
+	Version   uint8
+	From      string
+	SentMs    int64
+	ID        uint64
+	Status    uint8
+	Allowed   bool
+	Fits      []bool // per limit: it had room
+	Max       []int64
+	Counts    []int64
+	Remaining []int64
+	RetryMs   []int64
+	ResetMs   []int64
+}
+
+// releaseMsg is a release's body.
+type releaseMsg struct {
+	_struct struct{} `codec:",toarray"` //nolint:unused
+	Version uint8
+	From    string
+	SentMs  int64
+	ID      uint64
+	Key     string
+	Limits  []string
+}
+
+// Answer is a coordinator's answer to this node's ask ID, as the engine
+// decoded it (EngineConfig.OnAnswer).
+type Answer struct {
+	From string
+	ID   uint64
+	// Decided is false when the coordinator could not decide the ask (its
+	// rules lack a limit of it): the asker decides alone at once.
+	Decided bool
+	Allowed bool
+	// Results are the coordinator's view of each limit, in ask order.
+	Results []counter.Result
+}
+
+// maxAskEntriesWire bounds the entries of a decoded ask: counter.PrepareAsk
+// sends at most 8 per limit.
+const maxAskEntriesWire = 8 * counter.MaxLimitsPerCall
+
+func encodeBody(h *codec.MsgpackHandle, kind byte, v any) ([]byte, error) {
+	var body []byte
+	if err := codec.NewEncoderBytes(&body, h).Encode(v); err != nil {
+		return nil, fmt.Errorf("cluster: encode: %w", err)
+	}
+	out := make([]byte, 1+len(body))
+	out[0] = kind
+	copy(out[1:], body)
+	return out, nil
+}
+
+// decodeBody decodes b[1:] into v, containing the codec's panics.
+func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrMalformed, r)
+		}
+	}()
+	if err := codec.NewDecoderBytes(b[1:], h).Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return nil
+}
+
+func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
+	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits}
+	for _, p := range a.Preds {
+		m.PredStarts = append(m.PredStarts, p.Start)
+		m.PredAfters = append(m.PredAfters, p.After)
+	}
+	for _, e := range a.Entries {
+		i := indexOf(a.Limits, e.Limit)
+		if i < 0 || e.Key != a.Key {
+			continue
+		}
+		m.EntryLimits = append(m.EntryLimits, uint8(i))
+		m.EntryStarts = append(m.EntryStarts, e.Start)
+		m.EntryCounts = append(m.EntryCounts, e.Count)
+	}
+	return encodeBody(h, kindAsk, &m)
+}
+
+func indexOf(ss []string, s string) int {
+	for i, x := range ss {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// decodeAsk decodes and checks an ask, filling a; the entries' origin is
+// the sender.
+func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.Ask) (from string, sentMs int64, id uint64, err error) {
+	var m askMsg
+	if err := decodeBody(h, b, &m); err != nil {
+		return "", 0, 0, err
+	}
+	switch {
+	case m.Version != coordVersion:
+		return "", 0, 0, fmt.Errorf("%w: ask version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case m.From == "" || len(m.From) > lim.MaxNameBytes:
+		return "", 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
+	case m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
+		return "", 0, 0, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(m.Key))
+	case m.Hits < 1 || m.Hits > counter.MaxLimit:
+		return "", 0, 0, fmt.Errorf("%w: hits %d", ErrMalformed, m.Hits)
+	case len(m.Limits) == 0 || len(m.Limits) > counter.MaxLimitsPerCall:
+		return "", 0, 0, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
+	case len(m.PredStarts) != len(m.Limits) || len(m.PredAfters) != len(m.Limits):
+		return "", 0, 0, fmt.Errorf("%w: %d predictions for %d limits", ErrMalformed, len(m.PredStarts), len(m.Limits))
+	case len(m.EntryLimits) != len(m.EntryStarts) || len(m.EntryLimits) != len(m.EntryCounts) || len(m.EntryLimits) > maxAskEntriesWire:
+		return "", 0, 0, fmt.Errorf("%w: entry columns of %d, %d, %d", ErrMalformed, len(m.EntryLimits), len(m.EntryStarts), len(m.EntryCounts))
+	}
+	for _, l := range m.Limits {
+		if l == "" || len(l) > lim.MaxNameBytes {
+			return "", 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
+		}
+	}
+	a.Key, a.Hits, a.Limits = m.Key, m.Hits, m.Limits
+	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
+	for i := range m.Limits {
+		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
+	}
+	for i, li := range m.EntryLimits {
+		if int(li) >= len(m.Limits) {
+			return "", 0, 0, fmt.Errorf("%w: entry of limit %d of %d", ErrMalformed, li, len(m.Limits))
+		}
+		a.Entries = append(a.Entries, counter.Entry{Limit: m.Limits[li], Key: m.Key, Origin: m.From, Start: m.EntryStarts[i], Count: m.EntryCounts[i]})
+	}
+	return m.From, m.SentMs, m.ID, nil
+}
+
+func encodeAnswer(h *codec.MsgpackHandle, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) ([]byte, error) {
+	m := answerMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}
+	for _, r := range res {
+		m.Fits = append(m.Fits, r.Allowed)
+		m.Max = append(m.Max, r.Limit)
+		m.Counts = append(m.Counts, r.Count)
+		m.Remaining = append(m.Remaining, r.Remaining)
+		m.RetryMs = append(m.RetryMs, r.RetryAfter.Milliseconds())
+		m.ResetMs = append(m.ResetMs, r.Reset.Milliseconds())
+	}
+	return encodeBody(h, kindAnswer, &m)
+}
+
+func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, error) {
+	var m answerMsg
+	if err := decodeBody(h, b, &m); err != nil {
+		return Answer{}, err
+	}
+	n := len(m.Counts)
+	switch {
+	case m.Version != coordVersion:
+		return Answer{}, fmt.Errorf("%w: answer version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case m.From == "" || len(m.From) > lim.MaxNameBytes:
+		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
+	case n > counter.MaxLimitsPerCall || len(m.Fits) != n || len(m.Max) != n || len(m.Remaining) != n || len(m.RetryMs) != n || len(m.ResetMs) != n:
+		return Answer{}, fmt.Errorf("%w: answer columns of unequal length", ErrMalformed)
+	case m.Status != answerDecided && m.Status != answerUnable:
+		return Answer{}, fmt.Errorf("%w: answer status %d", ErrMalformed, m.Status)
+	}
+	a := Answer{From: m.From, ID: m.ID, Decided: m.Status == answerDecided, Allowed: m.Allowed && m.Status == answerDecided}
+	for i := range n {
+		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
+			return Answer{}, fmt.Errorf("%w: negative figure in an answer", ErrMalformed)
+		}
+		retry := time.Duration(min(m.RetryMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond
+		a.Results = append(a.Results, counter.Result{
+			Allowed:    m.Fits[i],
+			Limit:      m.Max[i],
+			Count:      m.Counts[i],
+			Remaining:  m.Remaining[i],
+			RetryAfter: retry,
+			Reset:      time.Duration(min(m.ResetMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond,
+		})
+	}
+	return a, nil
+}
+
+func encodeRelease(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
+	return encodeBody(h, kindRelease, &releaseMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Limits: a.Limits})
+}
+
+func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseMsg, error) {
+	var m releaseMsg
+	if err := decodeBody(h, b, &m); err != nil {
+		return m, err
+	}
+	switch {
+	case m.Version != coordVersion:
+		return m, fmt.Errorf("%w: release version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case m.From == "" || len(m.From) > lim.MaxNameBytes || m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
+		return m, fmt.Errorf("%w: release names out of bounds", ErrMalformed)
+	case len(m.Limits) > counter.MaxLimitsPerCall:
+		return m, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
+	}
+	return m, nil
+}
