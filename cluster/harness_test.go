@@ -179,6 +179,8 @@ type nodeOpts struct {
 	tune   func(*memberlist.Config) // after fastMemberlist
 	limit  int64                    // the "default" limit, 1000 if 0
 	sync   time.Duration            // the counter's sync interval, testSyncInterval if 0
+	// coordinated turns the coordinator on (counter.ClusterConfig.Coordinated).
+	coordinated bool
 }
 
 // testSyncInterval is the tests' sync interval, set on the counter.
@@ -208,7 +210,7 @@ func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 		o.config(&cfg)
 	}
 	cc := counter.DefaultClusterConfig(name)
-	cc.Coordinated = false // every check decided locally: the tests count exactly what they hit
+	cc.Coordinated = o.coordinated // off: every check decided locally, the tests count exactly what they hit
 	cc.SyncInterval, cc.Budget = cmp.Or(o.sync, testSyncInterval), false
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)

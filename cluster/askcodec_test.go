@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// goldenAsk is the ask of the coordination goldens.
+func goldenAsk() *counter.Ask {
+	return &counter.Ask{
+		Key:    "api:k",
+		Hits:   2,
+		Limits: []string{"api|1000|10", "api|60000|12"},
+		Preds:  []counter.Pred{{Start: 1_800_000_000_100, After: 5}, {Start: 1_800_000_000_000, After: 9}},
+		Entries: []counter.Entry{
+			{Limit: "api|1000|10", Key: "api:k", Origin: "n1", Start: 1_800_000_000_100, Count: 3},
+			{Limit: "api|60000|12", Key: "api:k", Origin: "n1", Start: 1_800_000_000_000, Count: 7},
+		},
+	}
+}
+
+func goldenResults() []counter.Result {
+	return []counter.Result{
+		{Allowed: false, Limit: 10, Count: 9, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second},
+		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second},
+	}
+}
+
+// TestCoordinationGoldens pins the bytes of the ask, answer and release
+// messages at coordVersion, as TestWireGoldens does for the sync kinds.
+func TestCoordinationGoldens(t *testing.T) {
+	h := newHandle(1024)
+	sent := time.UnixMilli(1_800_000_000_123)
+	ask, err := encodeAsk(h, "n1", sent, 42, goldenAsk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := encodeAnswer(h, "k", sent, 42, answerDecided, false, goldenResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := encodeRelease(h, "n1", sent, 42, goldenAsk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", "wire", name+".hex")
+			text := []byte(hex.Dump(got))
+			if *update {
+				if err := os.WriteFile(path, text, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if !bytes.Equal(text, want) {
+				t.Fatalf("%s message bytes differ from %s (a wire change: deliberate? go test -update)\n--- got\n%s--- want\n%s", name, path, text, want)
+			}
+		})
+	}
+}
+
+// TestCoordinationRoundTrip: what is encoded decodes to the same ask,
+// answer and release.
+func TestCoordinationRoundTrip(t *testing.T) {
+	h := newHandle(1024)
+	sent := time.UnixMilli(1_800_000_000_123)
+	want := goldenAsk()
+	b, err := encodeAsk(h, "n1", sent, 42, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got counter.Ask
+	from, sentMs, id, err := decodeAsk(h, b, DefaultDecodeLimits(), &got)
+	if err != nil || from != "n1" || sentMs != sent.UnixMilli() || id != 42 {
+		t.Fatalf("decodeAsk: %q %d %d %v", from, sentMs, id, err)
+	}
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatalf("ask\n got %+v\nwant %+v", got, *want)
+	}
+	b, err = encodeAnswer(h, "k", sent, 42, answerDecided, false, goldenResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := decodeAnswer(h, b, DefaultDecodeLimits())
+	if err != nil || a.From != "k" || a.ID != 42 || !a.Decided || a.Allowed || !reflect.DeepEqual(a.Results, goldenResults()) {
+		t.Fatalf("answer %+v, %v", a, err)
+	}
+	b, err = encodeRelease(h, "n1", sent, 42, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := decodeRelease(h, b, DefaultDecodeLimits())
+	if err != nil || r.From != "n1" || r.ID != 42 || r.Key != want.Key || !reflect.DeepEqual(r.Limits, want.Limits) {
+		t.Fatalf("release %+v, %v", r, err)
+	}
+}
+
+// TestCoordinationDecodeRejects: asks and answers beyond the bounds are
+// dropped whole, as ErrMalformed.
+func TestCoordinationDecodeRejects(t *testing.T) {
+	h := newHandle(1024)
+	sent := time.UnixMilli(1_800_000_000_123)
+	bad := map[string]func(a *counter.Ask){
+		"empty key":      func(a *counter.Ask) { a.Key = "" },
+		"key too long":   func(a *counter.Ask) { a.Key = strings.Repeat("k", 1025) },
+		"zero hits":      func(a *counter.Ask) { a.Hits = 0 },
+		"no limits":      func(a *counter.Ask) { a.Limits, a.Preds = nil, nil },
+		"too many":       func(a *counter.Ask) { a.Limits = make([]string, 9); a.Preds = make([]counter.Pred, 9) },
+		"missing preds":  func(a *counter.Ask) { a.Preds = a.Preds[:1] },
+		"limit too long": func(a *counter.Ask) { a.Limits[0] = strings.Repeat("l", 513) },
+	}
+	for name, mutate := range bad {
+		a := goldenAsk()
+		mutate(a)
+		b, err := encodeAsk(h, "n1", sent, 1, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got counter.Ask
+		if _, _, _, err := decodeAsk(h, b, DefaultDecodeLimits(), &got); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", name, err)
+		}
+	}
+	b, _ := encodeAnswer(h, "k", sent, 1, 7, true, goldenResults())
+	if _, err := decodeAnswer(h, b, DefaultDecodeLimits()); !errors.Is(err, ErrMalformed) {
+		t.Errorf("answer of status 7: %v, want ErrMalformed", err)
+	}
+	neg := goldenResults()
+	neg[0].Remaining = -1
+	b, _ = encodeAnswer(h, "k", sent, 1, answerDecided, true, neg)
+	if _, err := decodeAnswer(h, b, DefaultDecodeLimits()); !errors.Is(err, ErrMalformed) {
+		t.Errorf("answer with a negative figure: %v, want ErrMalformed", err)
+	}
+}
+
+// FuzzDecodeCoordination feeds any bytes to the three decoders: none
+// panics, and what decodes re-encodes to a message that decodes the same.
+func FuzzDecodeCoordination(f *testing.F) {
+	h := newHandle(1024)
+	sent := time.UnixMilli(1_800_000_000_123)
+	ask, _ := encodeAsk(h, "n1", sent, 42, goldenAsk())
+	ans, _ := encodeAnswer(h, "k", sent, 42, answerDecided, true, goldenResults())
+	rel, _ := encodeRelease(h, "n1", sent, 42, goldenAsk())
+	f.Add(ask)
+	f.Add(ans)
+	f.Add(rel)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		lim := DefaultDecodeLimits()
+		var a counter.Ask
+		if from, sentMs, id, err := decodeAsk(h, b, lim, &a); err == nil {
+			re, err := encodeAsk(h, from, time.UnixMilli(sentMs), id, &a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back counter.Ask
+			if _, _, _, err := decodeAsk(h, re, lim, &back); err != nil || !reflect.DeepEqual(back.Limits, a.Limits) || back.Key != a.Key || len(back.Entries) != len(a.Entries) {
+				t.Fatalf("ask round trip: %+v vs %+v, %v", back, a, err)
+			}
+		}
+		if an, err := decodeAnswer(h, b, lim); err == nil {
+			status := answerDecided
+			if !an.Decided {
+				status = answerUnable
+			}
+			re, err := encodeAnswer(h, an.From, sent, an.ID, status, an.Allowed, an.Results)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back, err := decodeAnswer(h, re, lim); err != nil || !reflect.DeepEqual(back.Results, an.Results) {
+				t.Fatalf("answer round trip: %+v vs %+v, %v", back, an, err)
+			}
+		}
+		_, _ = decodeRelease(h, b, lim)
+	})
+}

@@ -1,0 +1,110 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// keyCoordinatedBy returns a key whose coordinator among nodes is want.
+func keyCoordinatedBy(want string, nodes []*tnode) string {
+	var ns []string
+	for _, n := range nodes {
+		ns = append(ns, n.name)
+	}
+	for i := 0; ; i++ {
+		if k := fmt.Sprint("key-", i); CoordinatorOf(k, ns) == want {
+			return k
+		}
+	}
+}
+
+// ask puts one check of key on tn to its coordinator, as the decision
+// layer does, and counts a grant.
+func (tn *tnode) ask(t testing.TB, ctx context.Context, key string) (bool, error) {
+	t.Helper()
+	lims := []counter.Limit{tn.lim}
+	var a counter.Ask
+	tn.c.PrepareAsk(time.Now(), key, 1, lims, &a)
+	res := make([]counter.Result, 1)
+	allowed, counted, err := tn.n.Coordinate(ctx, time.Now(), &a, res)
+	if err == nil && allowed && !counted {
+		if _, err := tn.c.Grant(time.Now(), key, 1, lims, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return allowed, err
+}
+
+// TestNodeCoordinate runs asks between real nodes over memberlist on
+// loopback: granted up to the limit and denied past it, by the one
+// coordinator; and, with the coordinator cut off, no answer within the
+// deadline, so the asker decides alone.
+func TestNodeCoordinate(t *testing.T) {
+	nw := newNetwork()
+	nodes := startCluster(t, 3, nodeOpts{nw: nw, limit: 10, coordinated: true})
+	coord := nodes[2]
+	key := keyCoordinatedBy(coord.name, nodes)
+	for _, tn := range nodes {
+		waitFor(t, tn.name+" to agree on the coordinator", func() bool { return tn.n.engine.Coordinator(key) == coord.name })
+	}
+	asker := nodes[0]
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ok, err := asker.ask(t, ctx, key)
+		cancel()
+		if err != nil || !ok {
+			t.Fatalf("ask %d: %v %v", i, ok, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ok, err := nodes[1].ask(t, ctx, key)
+	cancel()
+	if err != nil || ok {
+		t.Fatalf("11th ask, from another node: %v %v, want denied by the coordinator", ok, err)
+	}
+	if n := coord.n.engine.Stats.AsksAnswered.Load(); n != 11 {
+		t.Fatalf("coordinator answered %d asks, want 11", n)
+	}
+
+	nw.partition(nodes[:1], nodes[2:])
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	_, err = asker.ask(t, ctx, key)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ask to the cut-off %s: %v, want the deadline", coord.name, err)
+	}
+}
+
+// BenchmarkCoordinateRoundTrip measures one ask's round trip between two
+// real nodes on loopback (memberlist datagrams, no encryption), and
+// reports its p50 and p99.
+func BenchmarkCoordinateRoundTrip(b *testing.B) {
+	nodes := startCluster(b, 2, nodeOpts{limit: counter.MaxLimit, coordinated: true})
+	key := keyCoordinatedBy(nodes[1].name, nodes)
+	asker := nodes[0]
+	lims := []counter.Limit{asker.lim}
+	var a counter.Ask
+	asker.c.PrepareAsk(time.Now(), key, 1, lims, &a)
+	res := make([]counter.Result, 1)
+	took := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if _, _, err := asker.n.Coordinate(ctx, start, &a, res); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+}

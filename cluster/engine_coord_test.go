@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// coordNode is an engine whose counter coordinates, with the answers it
+// receives recorded.
+type coordNode struct {
+	testNode
+	answers []Answer
+}
+
+func newCoordNode(t *testing.T, name string, nodes int) *coordNode {
+	t.Helper()
+	cn := &coordNode{}
+	cn.testNode = newTestNodeWith(t, name, nodes, 10, func(cfg *EngineConfig) {
+		cfg.OnAnswer = func(a Answer) { cn.answers = append(cn.answers, a) }
+	})
+	cc, _ := cn.c.Cluster()
+	cc.Coordinated = true
+	if err := cn.c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	return cn
+}
+
+// TestEngineCoordination steps one ask through two engines: the asker's
+// AskMessage, the coordinator's Receive deciding it and returning the
+// answer for the asker, the asker's Receive handing it to OnAnswer; then a
+// release, after which the coordinator no longer counts the grant.
+func TestEngineCoordination(t *testing.T) {
+	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
+	up(t, 0, a.testNode, k.testNode)
+	key := "x"
+	for i := 0; a.e.Coordinator(key) != "k"; i++ {
+		key = string(rune('a'+i%26)) + key
+	}
+	if got := k.e.Coordinator(key); got != "k" {
+		t.Fatalf("the nodes disagree on %s's coordinator: a says k, k says %s", key, got)
+	}
+	lims := []counter.Limit{a.lim}
+	var res [1]counter.Result
+	d, err := a.c.Allow(at(10), key, 1, lims, res[:])
+	if err != nil || !d.Coordinate {
+		t.Fatalf("Allow: %+v %v, want Coordinate (10 per minute on 2 nodes has no blind share)", d, err)
+	}
+	var ask counter.Ask
+	a.c.PrepareAsk(at(10), key, 1, lims, &ask)
+	msg, err := a.e.AskMessage(at(10), 7, &ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, out, err := k.e.Receive(at(11), msg)
+	if err != nil || from != "a" || len(out) != 1 || out[0].To != "a" || out[0].Purpose != PurposeAnswer || out[0].Reliable {
+		t.Fatalf("coordinator's Receive: %q %+v %v", from, out, err)
+	}
+	if _, _, err := a.e.Receive(at(12), out[0].Msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.answers) != 1 || a.answers[0].ID != 7 || a.answers[0].From != "k" || !a.answers[0].Decided || !a.answers[0].Allowed || a.answers[0].Results[0].Remaining != 9 {
+		t.Fatalf("answers %+v", a.answers)
+	}
+	count := func() int64 {
+		var r [1]counter.Result
+		k.c.Allow(at(13), key, 10, []counter.Limit{k.lim}, r[:]) // 10 never fits: counts nothing
+		return r[0].Count
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("the coordinator counts %d, want its grant: 1", n)
+	}
+	rel, err := a.e.ReleaseMessage(at(14), 7, &ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := k.e.Receive(at(15), rel); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 || k.e.Stats.Releases.Load() != 1 || k.e.Stats.AsksAnswered.Load() != 1 {
+		t.Fatalf("after the release the coordinator counts %d (want 0), releases %d, asks %d", n, k.e.Stats.Releases.Load(), k.e.Stats.AsksAnswered.Load())
+	}
+	// An ask naming a limit the coordinator does not have: answered as
+	// undecided, so the asker decides at once instead of waiting.
+	ask.Limits[0] = "other|1000|1"
+	msg, _ = a.e.AskMessage(at(20), 8, &ask)
+	_, out, _ = k.e.Receive(at(20), msg)
+	a.e.Receive(at(20), out[0].Msgs[0])
+	if last := a.answers[len(a.answers)-1]; last.ID != 8 || last.Decided {
+		t.Fatalf("answer to an unknown limit: %+v, want undecided", last)
+	}
+}
+
+// TestCoordinatorFollowsMembership: a key's coordinator is the same on
+// every engine, and moves when its node goes down.
+func TestCoordinatorFollowsMembership(t *testing.T) {
+	ns := []*coordNode{newCoordNode(t, "n0", 3), newCoordNode(t, "n1", 3), newCoordNode(t, "n2", 3)}
+	up(t, 0, ns[0].testNode, ns[1].testNode, ns[2].testNode)
+	names := []string{"n0", "n1", "n2"}
+	for i := range 100 {
+		key := "key-" + string(rune('A'+i%26)) + string(rune('a'+i/26))
+		want := CoordinatorOf(key, names)
+		for _, n := range ns {
+			if got := n.e.Coordinator(key); got != want {
+				t.Fatalf("%s: %s says %s, want %s", key, n.name, got, want)
+			}
+		}
+		if want == "n2" {
+			ns[0].e.PeerDown(at(1), "n2")
+			if got := ns[0].e.Coordinator(key); got != CoordinatorOf(key, names[:2]) {
+				t.Fatalf("%s after n2 went down: %s", key, got)
+			}
+			ns[0].e.PeerUp(at(2), "n2")
+		}
+	}
+}
