@@ -108,3 +108,34 @@ func BenchmarkCoordinateRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkCoordinateHotKey measures how many checks per second one hot
+// key gets through its coordinator: every check of the key asks (a limit
+// far beyond what the benchmark reaches, so every ask is granted), from
+// parallel goroutines on one node to the coordinator on another.
+func BenchmarkCoordinateHotKey(b *testing.B) {
+	nodes := startCluster(b, 2, nodeOpts{limit: counter.MaxLimit, coordinated: true})
+	key := keyCoordinatedBy(nodes[1].name, nodes)
+	asker := nodes[0]
+	lims := []counter.Limit{asker.lim}
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var a counter.Ask
+		res := make([]counter.Result, 1)
+		for pb.Next() {
+			now := time.Now()
+			asker.c.PrepareAsk(now, key, 1, lims, &a)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			allowed, _, err := asker.n.Coordinate(ctx, now, &a, res)
+			cancel()
+			if err != nil || !allowed {
+				b.Fatalf("ask: %v %v", allowed, err)
+			}
+			if _, err := asker.c.Grant(now, key, 1, lims, res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "checks/s")
+}
