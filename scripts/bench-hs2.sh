@@ -113,7 +113,9 @@ hz=$(getconf CLK_TCK)
 # busy_ticks: the machine's busy CPU time so far, in ticks (/proc/stat: all but idle and iowait).
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
-# snapshot FILE: per node "cpu_ticks rss_kb hwm_kb sync_sent_bytes sync_received_bytes".
+# snapshot FILE: per node "cpu_ticks rss_kb hwm_kb sync_sent_bytes
+# sync_received_bytes checks coordinated" (checks: limiterd_decisions_total
+# summed; coordinated: the checks put to a key's coordinator, the slow path).
 snapshot() {
   : >"$1"
   for i in $(seq 1 "$NODES"); do
@@ -124,7 +126,9 @@ snapshot() {
     m=$(curl -fs "http://$(http "$i")/metrics")
     sent=$(awk '/^limiterd_sync_bytes_total\{direction="sent"\}/ { print $2 }' <<<"$m")
     recv=$(awk '/^limiterd_sync_bytes_total\{direction="received"\}/ { print $2 }' <<<"$m")
-    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0}" >>"$1"
+    checks=$(awk '/^limiterd_decisions_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
+    coord=$(awk '/^limiterd_coordinated_checks_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
+    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord" >>"$1"
   done
 }
 
@@ -151,9 +155,10 @@ measure() {
   cpu=$(awk 'NR > 3 { us += $13; sy += $14; id += $15; st += $17; n++ } END { if (n) printf "%.0f/%.0f/%.0f/%.0f", us / n, sy / n, id / n, st / n }' "$base.vmstat")
   snapshot "$base.after"
   paste -d' ' "$base.before" "$base.after" | awk -v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v hz="$hz" '
-    { printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f |\n", NR, ($6 - $1) / hz / dt * 100, $7 / 1024, $8 / 1024, ($9 - $4) / dt, ($10 - $5) / dt
-      cpu += ($6 - $1) / hz / dt * 100; sent += ($9 - $4) / dt }
-    END { printf "| all nodes | %.0f %% | | | %.0f | |\n", cpu, sent }' >"$base.nodes"
+    { checks = $13 - $6; coord = $14 - $7
+      printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f | %.0f | %.3f %% |\n", NR, ($8 - $1) / hz / dt * 100, $9 / 1024, $10 / 1024, ($11 - $4) / dt, ($12 - $5) / dt, checks, checks ? coord / checks * 100 : 0
+      cpu += ($8 - $1) / hz / dt * 100; sent += ($11 - $4) / dt; allc += checks; allk += coord }
+    END { printf "| all nodes | %.0f %% | | | %.0f | | %.0f | %.3f %% |\n", cpu, sent, allc, allc ? allk / allc * 100 : 0 }' >"$base.nodes"
   # CPU of everything else on the machine (another job running beside the
   # benchmark shows here), in % of one core: all busy time minus the nodes'
   # and limitload's.
@@ -174,8 +179,8 @@ header() {
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 node_header() {
-  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received |"
-  echo "| --- | --- | --- | --- | --- | --- |"
+  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | to the coordinator |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
 echo "HS2: $NODES limiterd processes on 127.0.0.1, $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"

@@ -7,8 +7,15 @@
 # fixed JSON, no limiter work) and /check with a random key out of KEYS, and
 # prints requests/s of every run and the ratio of the medians.
 #
+# With NODES=N (N > 1) it also starts an N-node cluster on 127.0.0.1 (the
+# same binary and rules) and adds a third run to every round, /check on the
+# cluster's node 1, so the three are interleaved under the same conditions:
+# the cluster node's ratio to the single node is the cost of being one
+# node of N (its peers run on the same cores and merge what it sends).
+#
 #   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000 ROUNDS=3
 #   DURATION=30s CONNS=64 scripts/bench-loopback.sh
+#   NODES=8 scripts/bench-loopback.sh    # single node vs a node of 8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +24,7 @@ CONNS=${CONNS:-32}
 KEYS=${KEYS:-10000}
 THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
+NODES=${NODES:-0}
 
 if ! command -v wrk >/dev/null; then
   echo "wrk not found; installing it from Debian's packages" >&2
@@ -27,22 +35,42 @@ go build -o bin/limiterd ./cmd/limiterd
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 addr=127.0.0.1:$port
 bin/limiterd -http-addr "$addr" -rules testdata/rules.yaml -log-level warn &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -f "$lua"' EXIT
+pids=($!)
+trap 'kill "${pids[@]}" 2>/dev/null; rm -f "$lua"' EXIT
 for _ in $(seq 50); do curl -fs "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+caddr=
+if [ "$NODES" -gt 1 ]; then
+  seed=
+  for i in $(seq 1 "$NODES"); do
+    h=127.0.0.1:$(freeport) g=127.0.0.1:$(freeport)
+    args=(-node-name "node$i" -http-addr "$h" -bind-addr "$g" -rules testdata/rules.yaml -log-level warn)
+    if [ -z "$seed" ]; then seed=$g caddr=$h; else args+=(-join "$seed"); fi
+    bin/limiterd "${args[@]}" &
+    pids+=($!)
+  done
+  for _ in $(seq 300); do
+    n=$(curl -fs "http://$caddr/cluster" | grep -o '"state":"alive"' | wc -l) || n=0
+    [ "$n" -eq "$NODES" ] && break
+    sleep 0.1
+  done
+  [ "$n" -eq "$NODES" ] || { echo "the $NODES-node cluster did not converge" >&2; exit 1; }
+fi
+
 lua=$(mktemp --suffix .lua)
-run() { # $1 = path prefix; prints requests/s
+run() { # $1 = path prefix, $2 = address (default the single node); prints requests/s
   cat >"$lua" <<LUA
 math.randomseed(20260730)
 request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
 LUA
-  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://$addr" | awk '/Requests\/sec/ {print $2}'
+  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://${2:-$addr}" | awk '/Requests\/sec/ {print $2}'
 }
-noops=() checks=()
+noops=() checks=() clustered=()
 for _ in $(seq "$ROUNDS"); do
   noops+=("$(run "/healthz?key=client-")")
   checks+=("$(run "/check?key=client-")")
+  [ -n "$caddr" ] && clustered+=("$(run "/check?key=client-" "$caddr")")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 noop=$(median "${noops[@]}")
@@ -51,3 +79,8 @@ echo "wrk -t$THREADS -c$CONNS -d$DURATION, $KEYS keys, $ROUNDS rounds, $(nproc) 
 echo "no-op (/healthz) req/s: ${noops[*]} (median $noop)"
 echo "/check           req/s: ${checks[*]} (median $check)"
 awk -v c="$check" -v n="$noop" 'BEGIN {printf "ratio /check / no-op (medians): %.3f\n", c / n}'
+if [ -n "$caddr" ]; then
+  c=$(median "${clustered[@]}")
+  echo "/check, node of $NODES req/s: ${clustered[*]} (median $c)"
+  awk -v c="$c" -v s="$check" -v n="$noop" 'BEGIN {printf "ratio node of '"$NODES"' / single node (medians): %.3f; / no-op: %.3f\n", c / s, c / n}'
+fi
