@@ -23,6 +23,9 @@
 #   DURATION=20s STEP_DURATION=10s scripts/bench-hs2.sh
 #   RATE=10000 STEPS= PROFILE=0 scripts/bench-hs2.sh  # one run, nothing else
 #
+# CEILING=0 skips the ceiling run (the same limitload run against no-op
+# servers, limitload serve-noop).
+#
 # The "other CPU" column is the machine's busy time not spent by the nodes or
 # limitload: anything else running beside the benchmark distorts it.
 set -euo pipefail
@@ -230,6 +233,24 @@ if [ -n "$best" ] && [ "$best" != "$RATE" ]; then
 fi
 echo
 echo "Status codes of rate-$RATE: $(jq -c .status "$OUT/rate-$RATE.json"); keys answered: $(jq .accuracy.keys "$OUT/rate-$RATE.json"), keys over 1.1x: $(jq .accuracy.keys_over_1_1 "$OUT/rate-$RATE.json"), false rejections: $(jq .accuracy.false_rejections "$OUT/rate-$RATE.json") in $(jq .accuracy.keys_with_false_rejections "$OUT/rate-$RATE.json") keys"
+
+# The ceiling: the same limitload run at RATE against NODES no-op /check
+# servers (limitload serve-noop, one process each, the same ports), so the
+# HS2 figure can be read as a share of what this machine carries at all.
+if [ "${CEILING:-1}" = 1 ]; then
+  stop_cluster
+  for i in $(seq 1 "$NODES"); do
+    "$bin/limitload" serve-noop -listen "$(http "$i")" -limit 600 -window 60s 2>>"$work/noop.log" &
+    pids+=($!)
+  done
+  for _ in $(seq 100); do curl -fs "http://$(http "$NODES")/check?key=x" >/dev/null && break; sleep 0.1; done
+  "$bin/limitload" --targets "$targets" --pattern keys --keys "$KEYS" --zipf-s "$ZIPF_S" --rate "$RATE" --duration "$DURATION" \
+    --limit 600 --window 60s --conns "$CONNS" --json --progress 0 --run-id "ceiling-$(date +%s)" >"$OUT/ceiling.json" 2>"$OUT/ceiling.err" || true
+  stop_cluster
+  echo
+  echo "Ceiling: the same run at $RATE/s against $NODES no-op servers: achieved $(jq '.achieved_rate | floor' "$OUT/ceiling.json")/s, p99 $(jq .latency_ms.p99 "$OUT/ceiling.json") ms;" \
+    "limiterd's rate-$RATE run achieved $(jq -n --slurpfile a "$OUT/rate-$RATE.json" --slurpfile c "$OUT/ceiling.json" '$a[0].achieved_rate / $c[0].achieved_rate * 1000 | floor / 1000') of it."
+fi
 
 # phase_table RUN: latency by the phase of the send instant in the sync interval.
 phase_table() {

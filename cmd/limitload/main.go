@@ -31,6 +31,11 @@ func main() {
 
 // run is main without the process; args exclude the program name.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "serve-noop" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serveNoop(ctx, args[1:], stderr)
+	}
 	cfg, runID, code, ok := parseFlags(args, stdout, stderr, lookupHost)
 	if !ok {
 		return code
@@ -211,6 +216,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
 	fmt.Fprint(w, `Usage: limitload [flags]
+       limitload serve-noop [-listen HOST:PORT,...]   (no-op /check servers: the machine's ceiling)
 
 limitload drives limiterd nodes over HTTP (GET /check on keep-alive
 connections, many in flight) and measures what a client sees: rate,
