@@ -1,11 +1,7 @@
 package cluster
 
 import (
-	"bytes"
-	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,22 +49,7 @@ func TestCoordinationGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("testdata", "wire", name+".hex")
-			text := []byte(hex.Dump(got))
-			if *update {
-				if err := os.WriteFile(path, text, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(text, want) {
-				t.Fatalf("%s message bytes differ from %s (a wire change: deliberate? go test -update)\n--- got\n%s--- want\n%s", name, path, text, want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkWireGolden(t, name, got) })
 	}
 }
 

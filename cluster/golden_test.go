@@ -51,28 +51,36 @@ func TestWireGoldens(t *testing.T) {
 				}
 				got = msgs[0]
 			}
-			path := filepath.Join("testdata", "wire", tc.name+".hex")
-			text := []byte(hex.Dump(got))
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, text, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(text, want) {
-				t.Fatalf("%s message bytes differ from %s (a wire change: deliberate? go test -update)\n--- got\n%s--- want\n%s", tc.name, path, text, want)
-			}
+			checkWireGolden(t, tc.name, got)
 			// And the golden decodes to what was encoded.
 			kind, m, err := decode(h, got, DefaultDecodeLimits())
 			if err != nil || m.From != "n1" || m.SentMs != sent.UnixMilli() || len(m.entries(nil)) != len(tc.es) {
 				t.Fatalf("decodes to kind %q %+v, %v", kind, m, err)
 			}
 		})
+	}
+}
+
+// checkWireGolden compares a message with its golden hex dump under
+// testdata/wire (rewritten with -update): a difference is a change of the
+// wire format.
+func checkWireGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "wire", name+".hex")
+	text := []byte(hex.Dump(got))
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(text, want) {
+		t.Fatalf("%s message bytes differ from %s (a wire change: deliberate? go test -update)\n--- got\n%s--- want\n%s", name, path, text, want)
 	}
 }
