@@ -15,18 +15,28 @@ import (
 // over the nodes by the seed's LCG, then varies one of tick phase, clock
 // skew and latency at a time.
 
-// burstSetting is one budget setting: off, or on with a floor, and with
-// limiterd's delivery grace unless noGrace.
+// burstSetting is one setting of the cluster: the budget alone (off, or on
+// with a floor, and with limiterd's delivery grace unless noGrace), or
+// coordinated, limiterd's default.
 type burstSetting struct {
 	name    string
 	budget  bool
 	floor   float64
 	noGrace bool // DeliveryGrace 0: what the grace costs, at no latency
+	// coordinated: the key's coordinator decides past a node's blind
+	// share, the budget (floor) only when no answer comes in time.
+	coordinated bool
 }
 
-// The two settings the varied-dimension tables compare.
+// The settings the varied-dimension tables compare.
 func noBudget() burstSetting { return burstSetting{name: "no budget"} }
 func floor1() burstSetting   { return burstSetting{name: "floor 1", budget: true, floor: 1} }
+
+// coordinatedSetting is limiterd's default: coordinated at the margin,
+// with the default budget (floor 1) as the fallback.
+func coordinatedSetting() burstSetting {
+	return burstSetting{name: "coordinated", budget: true, floor: 1, coordinated: true}
+}
 
 // floor returns the budget at floor f.
 func floor(f float64) burstSetting {
@@ -34,12 +44,14 @@ func floor(f float64) burstSetting {
 }
 
 // variedSettings are the rows of each varied dimension, in order.
-func variedSettings() []burstSetting { return []burstSetting{noBudget(), floor1()} }
+func variedSettings() []burstSetting {
+	return []burstSetting{noBudget(), floor1(), coordinatedSetting()}
+}
 
 // sim returns the base cluster with this setting.
 func (bs burstSetting) sim() simConfig {
 	sc := defaultSimConfig()
-	sc.budget, sc.floor = bs.budget, bs.floor
+	sc.budget, sc.floor, sc.uncoordinated = bs.budget, bs.floor, !bs.coordinated
 	if bs.noGrace {
 		sc.grace = 0
 	}
@@ -78,6 +90,7 @@ func defaultBurstPlan() burstPlan {
 		settings: []burstSetting{
 			noBudget(), floor(0.5), floor1(), floor(2), floor(4),
 			{name: "1, grace 0", budget: true, floor: 1, noGrace: true},
+			coordinatedSetting(),
 		},
 		patterns:        compliantPatterns(d),
 		staggers:        []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 200 * time.Millisecond},
@@ -233,9 +246,20 @@ func nodeTail(sc simConfig) int64 {
 	return sc.limit * (int64(0.5*tolPPM) / int64(sc.nodes)) / 1e6
 }
 
+// blindShare is a node's blind share b of a coordinated cluster, as
+// counter/cluster.go computes it: what the tolerance leaves after every
+// node's hidden tail, floor(Tolerance x L) - N x T, divided among the N
+// nodes.
+func blindShare(sc simConfig) int64 {
+	n := int64(sc.nodes)
+	return max(0, (sc.limit*100_000/1e6-n*nodeTail(sc))/n)
+}
+
 // clusterBound is the derived bound (docs/blind-interval.md) on what the
 // cluster admits of one key in any window-long interval, for any client
-// rate, with ticks at the same instant, no latency and no skew. Without
+// rate, with ticks at the same instant, no latency and no skew. With the
+// coordinator (every answer in time) it is L + N x b + N x T, b the blind
+// share (package counter, "Coordination at the margin"). Without
 // the budget it is N x (L + T), T the hidden tail of one node's slices.
 // With it, if C of the window is known to every node at the last tick,
 // each node admits at most min(L - C, max(1, f + (L - C) / N)) after it,
@@ -243,6 +267,9 @@ func nodeTail(sc simConfig) int64 {
 // plus N x T: L + N x f + N x T whenever f >= 1 and N divides L.
 func clusterBound(sc simConfig) int64 {
 	n := int64(sc.nodes)
+	if !sc.uncoordinated && sc.nodes > 1 {
+		return sc.limit + n*blindShare(sc) + n*nodeTail(sc)
+	}
 	if !sc.budget {
 		return n * (sc.limit + nodeTail(sc))
 	}
@@ -259,10 +286,10 @@ func clusterBound(sc simConfig) int64 {
 type burstResults struct {
 	nfr1     [][]clientRun // [rate][setting]
 	nfr2     [][]clientRun // [pattern][setting]
-	stagger  [][]clientRun // [stagger x 2 settings][staggerRates, then staggerPatterns]
-	skew     [][]clientRun // [skew x 2 settings][skewRates, then skewPatterns]
+	stagger  [][]clientRun // [stagger x variedSettings][staggerRates, then staggerPatterns]
+	skew     [][]clientRun // [skew x variedSettings][skewRates, then skewPatterns]
 	skewTick [][]clientRun // the same with clockTicks
-	latency  [][]clientRun // [latency x 2 settings][latencyRates, then postTickBurst and latencyChain]
+	latency  [][]clientRun // [latency x variedSettings][latencyRates, then latencyPatterns]
 	runs     int
 	requests int
 }
@@ -304,16 +331,17 @@ func (p burstPlan) run() (burstResults, error) {
 			jobs = append(jobs, job{pat.name + ", " + s.name, s.sim(), fixed(pat.at), lcg, &br.nfr2[i][j]})
 		}
 	}
-	// vary adds the runs of one varied dimension: for each value and both
-	// settings, the over-limit rates then the compliant patterns.
+	// vary adds the runs of one varied dimension: for each value and each
+	// varied setting, the over-limit rates then the compliant patterns.
+	vs := variedSettings()
 	vary := func(values []time.Duration, set func(*simConfig, time.Duration), rates []float64, pats []int, extra []nodePattern) [][]clientRun {
 		cols := len(rates) + len(pats) + len(extra)
-		g := grid(2*len(values), cols)
+		g := grid(len(vs)*len(values), cols)
 		for i, v := range values {
-			for j, s := range variedSettings() {
+			for j, s := range vs {
 				sc := s.sim()
 				set(&sc, v)
-				row := g[2*i+j]
+				row := g[len(vs)*i+j]
 				for k, rate := range rates {
 					jobs = append(jobs, job{fmt.Sprintf("%v, %g/s, %s", v, rate, s.name), sc, steady(rate), lcg, &row[k]})
 				}

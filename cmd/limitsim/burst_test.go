@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/decision"
 )
 
 // quickBurstPlan is a smaller plan with every table of limitsim burst:
@@ -18,7 +20,7 @@ func quickBurstPlan() burstPlan {
 	return burstPlan{
 		durationMs:      d,
 		rates:           []float64{10, 90, 300},
-		settings:        []burstSetting{noBudget(), floor1()},
+		settings:        []burstSetting{noBudget(), floor1(), coordinatedSetting()},
 		patterns:        compliantPatterns(d),
 		staggers:        []time.Duration{0, 200 * time.Millisecond},
 		staggerRates:    []float64{90},
@@ -47,18 +49,24 @@ func runPlan(t *testing.T, p burstPlan) (burstResults, []byte) {
 }
 
 // checkBurst asserts what the evaluation is for, on any plan: in the base
-// cluster the derived bound holds for every rate and setting, floor 1 keeps
-// NFR1, and without the budget no compliant client is ever rejected.
+// cluster the derived bound holds for every rate and setting, floor 1 and
+// the coordinated cluster keep NFR1, and without the budget or with the
+// coordinator no compliant client is ever rejected.
 func checkBurst(t *testing.T, p burstPlan, br burstResults) {
 	t.Helper()
+	vs := variedSettings()
 	for i, rate := range p.rates {
 		for j, s := range p.settings {
 			r := br.nfr1[i][j]
 			if b := clusterBound(s.sim()); int64(r.maxInWindow) > b {
 				t.Errorf("%g/s, %s: %d admitted in a window, above the derived bound %d", rate, s.name, r.maxInWindow, b)
 			}
-			if s == floor1() && float64(r.maxInWindow) > nfr1Ratio*seedLimit {
-				t.Errorf("%g/s, floor 1: %d admitted in a window; NFR1 allows %g", rate, r.maxInWindow, nfr1Ratio*seedLimit)
+			if (s == floor1() || s.coordinated) && float64(r.maxInWindow) > nfr1Ratio*seedLimit {
+				t.Errorf("%g/s, %s: %d admitted in a window; NFR1 allows %g", rate, s.name, r.maxInWindow, nfr1Ratio*seedLimit)
+			}
+			// In the base cluster every answer comes in time.
+			if s.coordinated && r.stats.fallback != 0 {
+				t.Errorf("%g/s, coordinated: %d checks fell back with no latency", rate, r.stats.fallback)
 			}
 			if r.requests != len(steadyAt(rate, p.durationMs)) || r.accepted+r.rejected != r.requests {
 				t.Errorf("%g/s, %s: %+v does not add up", rate, s.name, r)
@@ -74,24 +82,34 @@ func checkBurst(t *testing.T, p burstPlan, br burstResults) {
 			if r.falseRejections != r.rejected {
 				t.Errorf("%s, %s: %d rejections but %d false ones; a compliant client's are all false", pat.name, s.name, r.rejected, r.falseRejections)
 			}
-			if !s.budget && r.rejected != 0 {
-				t.Errorf("%s without the budget: %d rejected (NFR2)", pat.name, r.rejected)
+			if (!s.budget || s.coordinated) && r.rejected != 0 {
+				t.Errorf("%s, %s: %d rejected (NFR2)", pat.name, s.name, r.rejected)
 			}
 		}
 	}
-	// Without the budget and without clock skew no compliant client is
-	// rejected, whatever the tick phases.
+	// Without the budget, or with the coordinator, and without clock skew
+	// no compliant client is rejected, whatever the tick phases.
 	for i := range p.staggers {
-		for k, r := range br.stagger[2*i][len(p.staggerRates):] {
-			if r.rejected != 0 {
-				t.Errorf("stagger %v, %s, no budget: %d rejected (NFR2)", p.staggers[i], p.patterns[p.staggerPatterns[k]].name, r.rejected)
+		for j, s := range vs {
+			if s.budget && !s.coordinated {
+				continue
+			}
+			for k, r := range br.stagger[len(vs)*i+j][len(p.staggerRates):] {
+				if r.rejected != 0 {
+					t.Errorf("stagger %v, %s, %s: %d rejected (NFR2)", p.staggers[i], p.patterns[p.staggerPatterns[k]].name, s.name, r.rejected)
+				}
 			}
 		}
 	}
 	for _, rows := range [][][]clientRun{br.skew, br.skewTick} {
-		for k, r := range rows[0][len(p.skewRates):] {
-			if p.skews[0] == 0 && r.rejected != 0 {
-				t.Errorf("no skew, %s, no budget: %d rejected (NFR2)", p.patterns[p.skewPatterns[k]].name, r.rejected)
+		for j, s := range vs {
+			if s.budget && !s.coordinated {
+				continue
+			}
+			for k, r := range rows[j][len(p.skewRates):] {
+				if p.skews[0] == 0 && r.rejected != 0 {
+					t.Errorf("no skew, %s, %s: %d rejected (NFR2)", p.patterns[p.skewPatterns[k]].name, s.name, r.rejected)
+				}
 			}
 		}
 	}
@@ -99,8 +117,19 @@ func checkBurst(t *testing.T, p burstPlan, br burstResults) {
 	// a burst right after the grace stay within the bound at every latency
 	// up to the grace; at no latency so does everything else.
 	b := clusterBound(floor1().sim())
+	cb := clusterBound(coordinatedSetting().sim())
 	for i, lat := range p.latencies {
-		row := br.latency[2*i+1]
+		// With every answer in time (a round trip within the deadline)
+		// the coordinated cluster keeps its bound on every pattern and
+		// rate.
+		if 2*lat <= decision.DefaultDeadline {
+			for k, r := range br.latency[len(vs)*i+2] {
+				if int64(r.maxInWindow) > cb || r.stats.fallback != 0 {
+					t.Errorf("latency %v, coordinated, column %d: %d admitted in a window (bound %d), %d fallbacks", lat, k, r.maxInWindow, cb, r.stats.fallback)
+				}
+			}
+		}
+		row := br.latency[len(vs)*i+1]
 		for k, ep := range p.latencyPatterns {
 			r := row[len(p.latencyRates)+k]
 			closed := ep.name == postTickBurst().name || ep.name == afterGrace().name
@@ -119,7 +148,7 @@ func TestBurstQuickGolden(t *testing.T) {
 	// Floor 1 on the latency chain with 1 ms latency: the hole the delivery
 	// grace leaves (docs/blind-interval.md, "Latency"). Pinned so that a fix
 	// shows up here.
-	if got := br.latency[3][len(p.latencyRates)+1].maxInWindow; got != 780 {
+	if got := br.latency[len(variedSettings())+1][len(p.latencyRates)+1].maxInWindow; got != 780 {
 		t.Errorf("latency chain, 1 ms latency, floor 1: %d admitted, want 780", got)
 	}
 }

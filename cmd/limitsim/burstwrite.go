@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/limiterd/limiterd/decision"
 )
 
 func runBurst(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -15,7 +18,8 @@ func runBurst(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim burst
 
 Evaluates the cross-node burst (SPEC.md, "Where the seed's own design falls
-short", items 3 and 4) on limiterd's real counter, limiter and cluster.Syncer:
+short", items 3 and 4) on limiterd's real counter, limiter, decision layer and
+cluster.Engine:
 8 simulated nodes syncing every 0.2 s, a limit of 600 per 60 s in 12 slices,
 one client for 180 s of model time, each request on the node the seed's LCG
 draws (seed 20260730). The base cluster ticks all nodes at the same instant,
@@ -23,7 +27,11 @@ delivers at once and has one clock; the last tables vary one of these.
 Settings: the per-node budget off, or on with a floor F: a node admits
 while what its peers may not know of yet, plus one, is at most
 f + (600 - what it knows of the window apart from that) / 8, with
-f = ceil(F x 600 x (0.2 s + 0.05 s delivery grace) / 60 s).
+f = ceil(F x 600 x (0.2 s + 0.05 s delivery grace) / 60 s); and coordinated,
+limiterd's default: past its blind share b a node asks the key's
+coordinator, and only without an answer within the 5 ms deadline does the
+budget at floor 1 decide. The coordinated table shows how its checks were
+decided: here, by the coordinator, or in fallback.
 
   NFR1     the most admitted in any 60 s interval, and its ratio to the
            limit, for client rates from 10/s to 10,000/s; then the bound
@@ -111,6 +119,14 @@ func writeBurst(w io.Writer, p burstPlan, br burstResults) error {
 		}
 		fmt.Fprintf(bw, "%13d", budgetFloorRequests(s.sim()))
 	}
+	fmt.Fprintf(bw, "\n%-24s", "blind share b per node")
+	for _, s := range p.settings {
+		if !s.coordinated {
+			fmt.Fprintf(bw, "%13s", "-")
+			continue
+		}
+		fmt.Fprintf(bw, "%13d", blindShare(s.sim()))
+	}
 	fmt.Fprintf(bw, "\n%-24s%13d\n", "tail T per node", nodeTail(sc))
 
 	fmt.Fprintf(bw, "\nNFR2: false rejections of clients that never exceed their limit (NFR2 allows none)\n")
@@ -121,6 +137,21 @@ func writeBurst(w io.Writer, p burstPlan, br burstResults) error {
 			fmt.Fprintf(bw, "%13d", r.falseRejections)
 		}
 		fmt.Fprintln(bw)
+	}
+
+	if c := slices.IndexFunc(p.settings, func(s burstSetting) bool { return s.coordinated }); c >= 0 {
+		fmt.Fprintf(bw, "\ncoordinated: how the checks were decided: here (the node alone, within its blind share or on a full\n")
+		fmt.Fprintf(bw, "window), by the key's coordinator, or in fallback (the budget: no answer within the %v deadline)\n", decision.DefaultDeadline)
+		fmt.Fprintf(bw, "%-30s%10s%10s%13s%10s\n", "client rate or pattern", "requests", "here", "coordinator", "fallback")
+		decided := func(name string, r clientRun) {
+			fmt.Fprintf(bw, "%-30s%10d%10d%13d%10d\n", name, r.requests, r.stats.here, r.stats.coordinator, r.stats.fallback)
+		}
+		for i, rate := range p.rates {
+			decided(fmt.Sprintf("%g/s", rate), br.nfr1[i][c])
+		}
+		for i, pat := range p.patterns {
+			decided(pat.name, br.nfr2[i][c])
+		}
 	}
 
 	writeVaried(bw, p, "\nticks: node i ticks i x D / 8 after node 0 (real nodes' timers have unrelated phases)",
@@ -136,8 +167,9 @@ func writeBurst(w io.Writer, p burstPlan, br burstResults) error {
 
 // writeVaried prints one varied-dimension table: per value and setting, the
 // most admitted in a window for each rate and each extra pattern, the
-// false rejections of each compliant pattern, and with skew the largest
-// peer offset observed.
+// false rejections of each compliant pattern, with skew the largest
+// peer offset observed, and for the coordinated setting how many of the
+// row's checks the coordinator decided and how many fell back.
 func writeVaried(bw *bufio.Writer, p burstPlan, title, dim string, values []time.Duration, rates []float64, pats []int, extra []nodePattern, rows [][]clientRun) {
 	fmt.Fprintln(bw, title)
 	fmt.Fprintln(bw, "rates: most admitted in any 60 s interval (true time); patterns: false rejections")
@@ -156,10 +188,11 @@ func writeVaried(bw *bufio.Writer, p burstPlan, title, dim string, values []time
 	if skew {
 		fmt.Fprintf(bw, "%14s", "peer offset")
 	}
-	fmt.Fprintln(bw)
+	fmt.Fprintf(bw, "%13s%10s\n", "coordinator", "fallback")
+	vs := variedSettings()
 	for i, v := range values {
-		for j, s := range variedSettings() {
-			row := rows[2*i+j]
+		for j, s := range vs {
+			row := rows[len(vs)*i+j]
 			fmt.Fprintf(bw, "%-11v%-11s", v, s.name)
 			for k := range rates {
 				fmt.Fprintf(bw, "%13s", cell(row[k].maxInWindow))
@@ -177,7 +210,15 @@ func writeVaried(bw *bufio.Writer, p burstPlan, title, dim string, values []time
 				}
 				fmt.Fprintf(bw, "%14s", fmt.Sprintf("%d ms", off))
 			}
-			fmt.Fprintln(bw)
+			if !s.coordinated {
+				fmt.Fprintf(bw, "%13s%10s\n", "-", "-")
+				continue
+			}
+			var coord, fallback int
+			for _, r := range row {
+				coord, fallback = coord+r.stats.coordinator, fallback+r.stats.fallback
+			}
+			fmt.Fprintf(bw, "%13d%10d\n", coord, fallback)
 		}
 	}
 }

@@ -11,6 +11,7 @@ const clientKey = "client"
 type clientRun struct {
 	requests, accepted, rejected int
 	falseRejections              int
+	falseFallback                int // of which decided by the budget, as a fallback
 	maxInWindow                  int // most accepted in any window-long interval (true time)
 	stats                        simStats
 	maxOffsetMs                  int64 // largest peer clock offset any node's Syncer observed
@@ -30,7 +31,7 @@ func runClient(sc simConfig, at []int64, node func(i int) int) (clientRun, error
 		if err := sim.check(t, clientKey, node(i), &d); err != nil {
 			return clientRun{}, err
 		}
-		ty.record(t, clientKey, d.Allowed, d.Untracked)
+		ty.recordDecision(t, clientKey, 1, &d)
 	}
 	st, err := sim.finish()
 	if err != nil {
@@ -39,7 +40,7 @@ func runClient(sc simConfig, at []int64, node func(i int) int) (clientRun, error
 	n, _ := ty.busiest()
 	return clientRun{
 		requests: ty.requests, accepted: ty.accepted, rejected: ty.rejected,
-		falseRejections: ty.falseRejections, maxInWindow: n, stats: st,
+		falseRejections: ty.falseRejections, falseFallback: ty.falseFallback, maxInWindow: n, stats: st,
 		maxOffsetMs: sim.maxPeerOffset().Milliseconds(),
 	}, nil
 }

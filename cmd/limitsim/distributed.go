@@ -134,7 +134,7 @@ type distRow struct {
 // limiterdSim is the seed's cluster with limiterd's settings, a sync
 // interval in seconds and the budget on or off.
 func limiterdSim(interval float64, budget bool) simConfig {
-	sc := defaultSimConfig()
+	sc := budgetSimConfig()
 	sc.sync = time.Duration(math.Round(interval*1000)) * time.Millisecond
 	sc.budget = budget
 	return sc

@@ -9,7 +9,8 @@
 //	limitsim seed [--plot DIR]
 //	limitsim replay [--limit N] [--window D] [--slices K] [--decisions] [--trace FILE]
 //	                [--nodes N [--sync D] [--latency D] [--skew D] [--stagger D]
-//	                 [--seed S] [--budget=true|false] [--budget-floor F] [--dup]]
+//	                 [--seed S] [--budget=true|false] [--budget-floor F] [--dup]
+//	                 [--coordinate=true|false] [--deadline D]]
 //	limitsim replay --rules FILE [--top N] [--decisions] [--trace FILE] [--nodes N ...]
 //	limitsim burst
 //	limitsim scale [--nodes 8,16,32,64,128] [--keys K] [--rate R | --rate-per-node R] [--seconds S]
@@ -83,8 +84,28 @@
 //
 // sim.go runs N nodes, each with limiterd's real counter.Counter in cluster
 // mode (counter.SetCluster with Nodes = N, the sync interval and the
-// budget), a limiter.Limiter with one rule (limiter.New, so the real
-// decision path runs) and a cluster.Engine. One simulated clock, in integer
+// budget; coordinated, as in production, unless turned off), a
+// limiter.Limiter with one rule (limiter.New), a decision.Decider (the
+// frontends' decision layer, on the node's clock) and a cluster.Engine.
+// Every check goes through Decider.Decide, so a check past the node's
+// blind share goes to the key's coordinator (Engine.Coordinator): the
+// node itself decides it at once (counter.Coordinate) when it is the
+// coordinator; otherwise the ask (Engine.AskMessage) goes to the
+// coordinator's Engine.Receive and its answer back to the asker's, whose
+// OnAnswer takes it, as cluster.Node.Coordinate does over memberlist.
+// To keep a check synchronous the ask is decided at the check's instant,
+// on the coordinator's clock, and the answer taken at that instant; the
+// latency only decides whether it comes in time. An ask whose round trip,
+// twice the latency, exceeds the deadline (decision.DefaultDeadline, 5
+// ms, or --deadline), or whose ask or answer the network loses (with the
+// sync messages' loss rate and seeded source), gets no answer: the
+// coordinator still decides an ask that arrived (a grant may exist
+// there), the asker sends a release, which leaves at the deadline and
+// arrives a latency later unless lost, and the Decider falls back to the
+// budget. So with the 5 ms default, a latency of 3 ms or more makes every
+// check at the margin that is not on its coordinator a fallback. The real
+// deadline of the context is not consulted: decisions must not depend on
+// how fast the simulation runs. One simulated clock, in integer
 // milliseconds of true time, drives them; node i reads it plus its clock
 // offset. A trace of relative times (before 1e12 ms, as the patterns
 // limitsim generates) runs from 2026-01-01 00:00 UTC, so that the slice
@@ -167,6 +188,23 @@
 //	# sync_bytes_per_node_s 183.6   sync_bytes / N / duration
 //	# max_peer_offset_ms 0          largest |offset| an Engine estimated for a
 //	                                peer (clock difference plus latency)
+//	# coordinate true               the key's coordinator decides at the margin
+//	                                (--coordinate=false: the budget alone) ...
+//	# deadline_ms 5                 ... within this deadline (--deadline)
+//	# decided_here 5200             checks decided by the node alone ...
+//	# decided_coordinator 200       ... by the key's coordinator ...
+//	# decided_fallback 0            ... by the budget: no answer in time
+//	# false_rejections_fallback 0   of false_rejections, the fallback's (the
+//	                                budget is not exact; the others are)
+//	# coord_asks 150                asks sent to a coordinator (lost ones included)
+//	# coord_ask_bytes 9000          their bytes
+//	# coord_answers 150             answers the coordinators sent
+//	# coord_answer_bytes 5400       their bytes
+//	# coord_releases 0              releases after a missing answer
+//	# coord_release_bytes 0         their bytes
+//
+// The coordination's messages are counted apart: the sync_ figures are the
+// sync traffic alone, as without the coordinator.
 //
 // Times in the summary (max_in_window, false rejections) are true time.
 //
@@ -223,10 +261,10 @@
 // rules never reject, loses 241; and the API batch job would lose 60 of its
 // 160 requests to the per-second limit. The outputs are the goldens
 // current.golden, proposed.golden and proposed_cluster.golden (the same on
-// 8 nodes, where the one-second API limit lets a little more through: 36
-// would-be rejections instead of 60, because a window only five sync
-// intervals long gives more weight to what nodes admit before they hear of
-// each other).
+// 8 nodes: the key's coordinator decides at the margin, so the one-second
+// API limit finds the same 60 would-be rejections as one node; the default
+// rule rejects 736 instead of 742, what the nodes' blind shares and hidden
+// tails let through).
 //
 // # burst
 //
@@ -235,12 +273,17 @@
 // cluster: 8 nodes, 0.2 s sync, 600 per 60 s, one client for 180 s. It prints
 // the most admitted in any 60 s interval against client rates from 10/s to
 // 10,000/s, the false rejections of compliant clients, each with the budget
-// off, with floors 0.5, 1, 2 and 4, and with floor 1 but no delivery grace,
-// the bound derived for any rate, and tables that vary the tick phases, the
-// clock skew (with ticks at one true instant, then on each node's clock, as
-// limiterd ticks) and the latency (with three adversarial patterns on chosen
-// nodes: the post-tick burst, the latency chain and a burst right after the
-// grace).
+// off, with floors 0.5, 1, 2 and 4, and with floor 1 but no delivery grace
+// (the budget alone, without the coordinator), and coordinated (limiterd's
+// default: the key's coordinator at the margin, floor 1 as the fallback),
+// the bound derived for any rate, how the coordinated checks were decided
+// (here, by the coordinator, in fallback), and tables that vary the tick
+// phases, the clock skew (with ticks at one true instant, then on each
+// node's clock, as limiterd ticks) and the latency (with three adversarial
+// patterns on chosen nodes: the post-tick burst, the latency chain and a
+// burst right after the grace), each with the budget off, at floor 1 and
+// coordinated, with how many of the coordinated row's checks the
+// coordinator decided and how many fell back.
 // docs/blind-interval.md explains the mechanism and the numbers. The runs
 // are independent and spread over GOMAXPROCS goroutines; each writes its own
 // result slot, so the output does not depend on scheduling.

@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/limiterd/limiterd/decision"
 )
 
 // Exit codes.
@@ -218,11 +220,14 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.sim.floor, "budget-floor", def.floor, "with --nodes: the budget's floor `F`, in requests of the limit rate over a sync interval plus the delivery grace")
 	fs.DurationVar(&cfg.sim.stagger, "stagger", 0, "with --nodes: node i ticks i x `D` / N after the others' common tick (0: all at once; the sync interval: evenly spread)")
 	fs.BoolVar(&cfg.sim.dup, "dup", false, "with --nodes: deliver every sync message twice, the copy late and out of order")
+	coordinate := fs.Bool("coordinate", true, "with --nodes: the key's coordinator decides past a node's blind share (limiterd's default); false: the per-node budget alone")
+	fs.DurationVar(&cfg.sim.deadline, "deadline", decision.DefaultDeadline, "with --nodes: how long a node waits for the coordinator's answer, `D` (whole ms); a round trip of 2 x --latency above it gets none, and the budget decides")
 	fs.Uint64Var(&seed, "seed", seedLCGSeed, "with --nodes: seed `S` of the LCG that picks the node of a line without one")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim replay [--limit N] [--window D] [--slices K] [--decisions] [--trace FILE]
                       [--nodes N [--sync D] [--latency D] [--skew D] [--stagger D]
-                       [--seed S] [--budget=true|false] [--budget-floor F] [--dup]]
+                       [--seed S] [--budget=true|false] [--budget-floor F] [--dup]
+                       [--coordinate=true|false] [--deadline D]]
        limitsim replay --rules FILE [--top N] [--decisions] [--trace FILE] [--nodes N ...]
 
 Replays a request trace through limiterd's counter (counter.DefaultConfig(),
@@ -248,16 +253,23 @@ line each in this order:
 so that "grep -v '^#'" keeps only the decisions.
 
 With --nodes the trace runs on that many simulated nodes, each with
-limiterd's real counter (cluster mode), limiter and cluster.Syncer: every
---sync interval each node that counted something sends its changes to every
-peer, delivered after --latency. A line may then carry a third field,
+limiterd's real counter (cluster mode), limiter, decision layer and
+cluster.Engine: every --sync interval each node that counted something sends
+its changes to every peer, delivered after --latency; a check past the
+node's blind share goes to the key's coordinator (unless --coordinate=false),
+decided at the check's instant and answered if the round trip, 2 x
+--latency, is within --deadline, else decided by the budget. A line may then carry a third field,
 "TIME_MS KEY NODE" (a node index from 0); without it the seed's LCG picks the
 node. Decision lines become "TIME_MS KEY NODE allow|deny", and the summary
 goes on with nodes, sync_ms, latency_ms, skew_ms, budget, budget_floor, seed,
 false_rejections (rejections while fewer than N of the key were accepted in
 the window before: NFR2), sync_deltas, sync_messages, sync_bytes,
-sync_duration_ms, sync_messages_per_node_s, sync_bytes_per_node_s and
-max_peer_offset_ms (go doc ./cmd/limitsim describes each).
+sync_duration_ms, sync_messages_per_node_s, sync_bytes_per_node_s,
+max_peer_offset_ms, coordinate, deadline_ms, decided_here,
+decided_coordinator, decided_fallback, false_rejections_fallback,
+coord_asks, coord_ask_bytes, coord_answers, coord_answer_bytes,
+coord_releases and coord_release_bytes (go doc ./cmd/limitsim describes
+each).
 
 With --rules FILE it is a what-if replay of an access log against a limiterd
 rule file (the real rule matching, several limits per rule, shadow mode):
@@ -285,10 +297,11 @@ Flags:
 		return usageError(fs, stderr, "--seed must be at most %d, got %d", uint32(math.MaxUint32), seed)
 	}
 	cfg.seed = uint32(seed)
+	cfg.sim.uncoordinated = !*coordinate
 	clusterOnly := ""
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "sync", "latency", "skew", "budget", "budget-floor", "stagger", "dup", "seed":
+		case "sync", "latency", "skew", "budget", "budget-floor", "stagger", "dup", "seed", "coordinate", "deadline":
 			clusterOnly = f.Name
 		}
 	})

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
 
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -14,6 +16,7 @@ import (
 type clusterSummary struct {
 	replaySummary
 	falseRejections int
+	falseFallback   int // of which the budget decided, as a fallback
 	stats           simStats
 	maxOffsetMs     int64
 }
@@ -53,7 +56,7 @@ func runClusterReplay(cfg replayConfig, r io.Reader, w io.Writer) (clusterSummar
 		if err := sim.check(req.at, req.key, node, &d); err != nil {
 			return sum, fmt.Errorf("trace line %d: %w", tr.line, err)
 		}
-		ty.record(req.at, req.key, d.Allowed, d.Untracked)
+		ty.recordDecision(req.at, req.key, 1, &d)
 		if cfg.decisions {
 			verdict := "deny"
 			if d.Allowed {
@@ -78,7 +81,7 @@ func runClusterReplay(cfg replayConfig, r io.Reader, w io.Writer) (clusterSummar
 	sum.requests, sum.accepted, sum.rejected, sum.untracked = ty.requests, ty.accepted, ty.rejected, ty.untracked
 	sum.keys = len(ty.keys)
 	sum.maxInWindow, sum.maxKey = ty.busiest()
-	sum.falseRejections = ty.falseRejections
+	sum.falseRejections, sum.falseFallback = ty.falseRejections, ty.falseFallback
 	sum.maxOffsetMs = sim.maxPeerOffset().Milliseconds()
 	return sum, nil
 }
@@ -126,5 +129,18 @@ func writeClusterSummary(w io.Writer, cfg replayConfig, s clusterSummary) error 
 	fmt.Fprintf(bw, "# sync_messages_per_node_s %.1f\n", perNodeSecond(int64(s.stats.messages), sc.nodes, dur))
 	fmt.Fprintf(bw, "# sync_bytes_per_node_s %.1f\n", perNodeSecond(s.stats.bytes, sc.nodes, dur))
 	fmt.Fprintf(bw, "# max_peer_offset_ms %d\n", s.maxOffsetMs)
+	// The coordination, after the lines scripts already read.
+	fmt.Fprintf(bw, "# coordinate %t\n", !sc.uncoordinated)
+	fmt.Fprintf(bw, "# deadline_ms %d\n", cmp.Or(sc.deadline, decision.DefaultDeadline).Milliseconds())
+	fmt.Fprintf(bw, "# decided_here %d\n", s.stats.here)
+	fmt.Fprintf(bw, "# decided_coordinator %d\n", s.stats.coordinator)
+	fmt.Fprintf(bw, "# decided_fallback %d\n", s.stats.fallback)
+	fmt.Fprintf(bw, "# false_rejections_fallback %d\n", s.falseFallback)
+	fmt.Fprintf(bw, "# coord_asks %d\n", s.stats.asks)
+	fmt.Fprintf(bw, "# coord_ask_bytes %d\n", s.stats.askBytes)
+	fmt.Fprintf(bw, "# coord_answers %d\n", s.stats.answers)
+	fmt.Fprintf(bw, "# coord_answer_bytes %d\n", s.stats.answerBytes)
+	fmt.Fprintf(bw, "# coord_releases %d\n", s.stats.releases)
+	fmt.Fprintf(bw, "# coord_release_bytes %d\n", s.stats.releaseBytes)
 	return bw.Flush()
 }

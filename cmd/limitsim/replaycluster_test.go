@@ -15,7 +15,10 @@ func clusterSummaryNames() []string {
 		"slices", "max_in_window", "max_in_window_key", "max_in_window_ratio",
 		"nodes", "sync_ms", "latency_ms", "skew_ms", "budget", "budget_floor", "seed",
 		"false_rejections", "sync_deltas", "sync_messages", "sync_bytes", "sync_duration_ms",
-		"sync_messages_per_node_s", "sync_bytes_per_node_s", "max_peer_offset_ms"}
+		"sync_messages_per_node_s", "sync_bytes_per_node_s", "max_peer_offset_ms",
+		"coordinate", "deadline_ms", "decided_here", "decided_coordinator", "decided_fallback",
+		"false_rejections_fallback", "coord_asks", "coord_ask_bytes", "coord_answers", "coord_answer_bytes",
+		"coord_releases", "coord_release_bytes"}
 }
 
 // splitClusterOutput splits a replay --nodes output into decision lines
@@ -47,17 +50,31 @@ func splitClusterOutput(t *testing.T, out string) (decisions []string, summary m
 }
 
 func TestReplayClusterGolden(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "", "replay", "--trace", filepath.Join("testdata", "replay_cluster.trace"),
+	args := []string{"replay", "--trace", filepath.Join("testdata", "replay_cluster.trace"),
 		"--limit", "4", "--window", "1s", "--slices", "2", "--nodes", "3", "--sync", "100ms", "--latency", "1ms",
-		"--budget=false", "--decisions")
+		"--budget=false", "--decisions"}
+	code, stdout, stderr := runCmd(t, "", args...)
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	golden(t, "replay_cluster.golden", []byte(stdout))
 	decisions, s := splitClusterOutput(t, stdout)
-	// Node 2 at 50 ms has seen nothing of nodes 0 and 1: the blind interval.
-	if decisions[5] != "50 a 2 allow" || decisions[8] != "101 a 1 deny" {
+	// Node 2 at 50 ms has seen nothing of nodes 0 and 1, but the key's
+	// coordinator has: the blind interval is closed.
+	if decisions[5] != "50 a 2 deny" || decisions[8] != "101 a 1 deny" {
 		t.Errorf("decisions %q", decisions)
+	}
+	if s["false_rejections"] != "0" || s["max_in_window"] != "4" || s["decided_fallback"] != "0" || s["coord_asks"] == "0" {
+		t.Errorf("summary %v: want the exact window, every ask answered", s)
+	}
+	// Without the coordinator node 2 at 50 ms is blind.
+	code, stdout, stderr = runCmd(t, "", append(args, "--coordinate=false")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	decisions, s = splitClusterOutput(t, stdout)
+	if decisions[5] != "50 a 2 allow" || decisions[8] != "101 a 1 deny" || s["max_in_window"] != "8" || s["coord_asks"] != "0" {
+		t.Errorf("--coordinate=false: decisions %q, summary %v", decisions, s)
 	}
 	if s["false_rejections"] != "0" {
 		t.Errorf("false rejections %s without a budget", s["false_rejections"])
@@ -77,7 +94,7 @@ func TestReplayClusterMatchesSeedTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, stdout, stderr := runCmd(t, trace.String(), "replay", "--nodes", "8", "--budget="+strconv.FormatBool(budget))
+		code, stdout, stderr := runCmd(t, trace.String(), "replay", "--nodes", "8", "--coordinate=false", "--budget="+strconv.FormatBool(budget))
 		if code != exitOK {
 			t.Fatalf("exit %d, %s", code, stderr)
 		}
@@ -130,7 +147,7 @@ func TestReplayClusterErrors(t *testing.T) {
 		{"node not a number", []string{"--nodes", "2"}, "0 a x\n", exitRuntime, `trace line 1: node "x" is not a node index`},
 		{"four fields", []string{"--nodes", "2"}, "0 a 1 b\n", exitRuntime, `trace line 1: want "TIME_MS KEY [NODE]", got 4 fields`},
 		{"node field without nodes", nil, "0 a 1\n", exitRuntime, `trace line 1: want "TIME_MS KEY", got 3 fields`},
-		{"key too long for the limiter", []string{"--nodes", "2"}, "0 " + strings.Repeat("k", 1025) + "\n", exitRuntime, "trace line 1: limiter: invalid key"},
+		{"key too long for the limiter", []string{"--nodes", "2"}, "0 " + strings.Repeat("k", 1025) + "\n", exitRuntime, "trace line 1: key is longer than 1024 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,8 +164,10 @@ func TestReplayClusterErrors(t *testing.T) {
 
 // Example_replayCluster replays a trace on two simulated nodes that sync
 // every 100 ms. Until the tick at 100 ms node 1 has not heard of node 0's
-// request, so it admits two more: the blind interval that limitsim burst
-// measures and the per-node budget (off here) bounds.
+// request, but with a limit of 2 its blind share is 0: its second request
+// goes to the key's coordinator, which knows of node 0's and denies it.
+// With --coordinate=false node 1 would admit it: the blind interval that
+// limitsim burst measures and the per-node budget (off here) bounds.
 func Example_replayCluster() {
 	trace := `# TIME_MS KEY NODE: a limit of 2 per second
 0   alice 0
@@ -162,20 +181,20 @@ func Example_replayCluster() {
 	// Output:
 	// 0 alice 0 allow
 	// 10 alice 1 allow
-	// 20 alice 1 allow
+	// 20 alice 1 deny
 	// 150 alice 0 deny
 	// 250 alice 1 deny
 	// # requests 5
-	// # accepted 3
-	// # rejected 2
+	// # accepted 2
+	// # rejected 3
 	// # untracked 0
 	// # keys 1
 	// # limit 2
 	// # window_ms 1000
 	// # slices 1
-	// # max_in_window 3
+	// # max_in_window 2
 	// # max_in_window_key alice
-	// # max_in_window_ratio 1.500
+	// # max_in_window_ratio 1.000
 	// # nodes 2
 	// # sync_ms 100
 	// # latency_ms 0
@@ -186,11 +205,23 @@ func Example_replayCluster() {
 	// # false_rejections 0
 	// # sync_deltas 2
 	// # sync_messages 6
-	// # sync_bytes 218
+	// # sync_bytes 202
 	// # sync_duration_ms 300
 	// # sync_messages_per_node_s 10.0
-	// # sync_bytes_per_node_s 363.3
+	// # sync_bytes_per_node_s 336.7
 	// # max_peer_offset_ms 0
+	// # coordinate true
+	// # deadline_ms 5
+	// # decided_here 3
+	// # decided_coordinator 2
+	// # decided_fallback 0
+	// # false_rejections_fallback 0
+	// # coord_asks 1
+	// # coord_ask_bytes 57
+	// # coord_answers 1
+	// # coord_answer_bytes 36
+	// # coord_releases 0
+	// # coord_release_bytes 0
 }
 
 // TestReplayOneNodeClusterIsSingleNode: a cluster of one node decides every

@@ -160,7 +160,9 @@ func runScaleSize(cfg scaleConfig, n int) (scaleRow, error) {
 		row.heap = r.dropHeap(0)
 	}
 
-	sc := defaultSimConfig()
+	// The accuracy clients run the budget's design, as the load does
+	// (scalesim.go).
+	sc := budgetSimConfig()
 	sc.nodes = n
 	for _, c := range []struct {
 		rate int64

@@ -88,7 +88,7 @@ func checkScale(t *testing.T, cfg scaleConfig, rows []scaleRow) {
 			t.Errorf("%d nodes: %d background requests rejected", r.n, tr.bgRejected)
 		}
 		// Accuracy: within the derived bound and NFR1; NFR2 for the 0.9x client.
-		sc := defaultSimConfig()
+		sc := budgetSimConfig()
 		sc.nodes = r.n
 		if b := clusterBound(sc); int64(r.hot.maxInWindow) > b || float64(r.hot.maxInWindow) > nfr1Ratio*seedLimit {
 			t.Errorf("%d nodes: hot client got %d into a window (bound %d, NFR1 %g)", r.n, r.hot.maxInWindow, b, nfr1Ratio*seedLimit)
@@ -165,7 +165,7 @@ func TestScaleAccuracyUnaffectedByLoad(t *testing.T) {
 	cfg := quickScaleConfig()
 	cfg.warmup, cfg.seconds = 0, scaleAccuracyMs/1000
 	const n = 4
-	sc := defaultSimConfig()
+	sc := budgetSimConfig()
 	sc.nodes = n
 	for _, rate := range []int64{scaleHotRate, scaleCompliantRate} {
 		at := steadyAt(float64(rate), scaleAccuracyMs)

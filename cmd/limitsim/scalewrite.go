@@ -143,7 +143,7 @@ func (r scaleRow) msPerSec(ns int64) float64 { return float64(ns) / 1e6 / float6
 // machine-dependent columns print "-".
 func writeScale(w io.Writer, cfg scaleConfig, rows []scaleRow) error {
 	bw := bufio.NewWriter(w)
-	sc := defaultSimConfig()
+	sc := budgetSimConfig() // the design scale runs (scalesim.go)
 	load := fmt.Sprintf("%d checks/s in total", cfg.rate)
 	if cfg.perNode > 0 {
 		load = fmt.Sprintf("%d checks/s on each node", cfg.perNode)

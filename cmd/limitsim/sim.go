@@ -2,13 +2,18 @@ package main
 
 import (
 	"container/heap"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -16,10 +21,13 @@ import (
 const simRule = "replay"
 
 // simConfig describes a simulated cluster: N nodes, each running limiterd's
-// real counter (in cluster mode), limiter and cluster.Engine (the sync
-// policy: deltas, anti-entropy, heartbeats, hellos, catch-ups), joined by
-// a simulated network on a simulated clock. The simulator owns only the
-// network (latency, duplication, loss, reordering) and the clocks.
+// real counter (in cluster mode), limiter, decision.Decider (the policy at
+// the margin: the key's coordinator decides, or the budget after the
+// deadline) and cluster.Engine (the sync policy: deltas, anti-entropy,
+// heartbeats, hellos, catch-ups; the asks, answers and releases of the
+// coordination), joined by a simulated network on a simulated clock. The
+// simulator owns only the network (latency, duplication, loss, reordering)
+// and the clocks.
 type simConfig struct {
 	nodes  int
 	limit  int64
@@ -32,10 +40,19 @@ type simConfig struct {
 	latency time.Duration
 	// skew spreads the nodes' clocks: node i reads true time plus
 	// skewOffset(i), evenly spread over [-skew, +skew].
-	skew   time.Duration
-	budget bool    // counter.ClusterConfig.Budget
-	floor  float64 // counter.ClusterConfig.BudgetFloor
-	grace  float64 // counter.ClusterConfig.DeliveryGrace
+	skew time.Duration
+	// uncoordinated turns off counter.ClusterConfig.Coordinated (on in
+	// production): every check is decided on the node it reaches, past its
+	// share by the budget alone. The design limiterd had before the
+	// coordinator, kept for comparison.
+	uncoordinated bool
+	// deadline is decision.Config.Deadline, how long a node waits for its
+	// coordinator's answer (0: decision.DefaultDeadline). An ask whose round
+	// trip, twice the latency, exceeds it gets no answer in time.
+	deadline time.Duration
+	budget   bool    // counter.ClusterConfig.Budget
+	floor    float64 // counter.ClusterConfig.BudgetFloor
+	grace    float64 // counter.ClusterConfig.DeliveryGrace
 	// stagger spreads the nodes' ticks: node i ticks i x stagger / N
 	// (whole ms) after each multiple of sync. 0 ticks all nodes at once, as
 	// the seed's model does; stagger = sync spreads them evenly over the
@@ -46,7 +63,8 @@ type simConfig struct {
 	// sender, so merges see duplicates out of order.
 	dup bool
 	// loss drops each copy of a message with this probability (0 to
-	// 1), drawn from netSeed: lost copies are counted as sent.
+	// 1), drawn from netSeed: lost copies are counted as sent. Asks,
+	// answers and releases are lost with the same probability.
 	loss float64
 	// reorder delays each copy by a further 0 to reorder (whole ms,
 	// uniform, drawn from netSeed), so that copies overtake each other.
@@ -69,8 +87,17 @@ type simConfig struct {
 	everyTick bool
 }
 
+// budgetSimConfig is defaultSimConfig without the coordinator: the
+// per-node budget's design, which the seed tables, the charts and limitsim
+// scale study.
+func budgetSimConfig() simConfig {
+	sc := defaultSimConfig()
+	sc.uncoordinated = true
+	return sc
+}
+
 // defaultSimConfig is the seed's cluster (HS3-HS5, HS7) with limiterd's
-// default budget.
+// defaults: coordinated at the margin, the default budget as the fallback.
 func defaultSimConfig() simConfig {
 	cc := counter.DefaultClusterConfig("x")
 	return simConfig{
@@ -100,6 +127,8 @@ func (sc simConfig) validate() error {
 		return fmt.Errorf("%w: loss must be a probability in [0, 1), got %v", errSimConfig, sc.loss)
 	case sc.reorder < 0 || sc.reorder%time.Millisecond != 0:
 		return fmt.Errorf("%w: reorder must be a whole, non-negative number of milliseconds, got %v", errSimConfig, sc.reorder)
+	case sc.deadline < 0 || sc.deadline%time.Millisecond != 0:
+		return fmt.Errorf("%w: deadline must be a whole, non-negative number of milliseconds, got %v", errSimConfig, sc.deadline)
 	}
 	return nil
 }
@@ -119,11 +148,30 @@ type simNode struct {
 	name     string
 	offset   int64 // ms added to true time to read this node's clock
 	phase    int64 // true time of its ticks modulo the sync interval, in [0, interval)
+	c        *counter.Counter
 	lim      *limiter.Limiter
+	dec      *decision.Decider
+	res      decision.Result // Decide's destination, reused
 	eng      *cluster.Engine
 	changed  bool  // counted a request since its last Tick
 	ticking  bool  // has a tick scheduled (from the first request until finish)
 	nextTick int64 // true time of its next tick; meaningful while ticking
+	// The ask this node waits for (as cluster.Node's waiters do), and the
+	// answer that OnAnswer matched to it.
+	askSeq   uint64
+	waitID   uint64
+	waitFrom string
+	answer   cluster.Answer
+	answered bool
+}
+
+// onAnswer is the node's EngineConfig.OnAnswer: it keeps an answer to
+// the ask it waits for, from the node it asked, and drops any other (a
+// late answer finds no waiter, as in cluster.Node).
+func (n *simNode) onAnswer(a cluster.Answer) {
+	if n.waitID != 0 && a.ID == n.waitID && a.From == n.waitFrom {
+		n.answer, n.answered = a, true
+	}
 }
 
 // simStats is the traffic a simulation produced.
@@ -134,6 +182,21 @@ type simStats struct {
 	requests int   // requests checked
 	firstAt  int64 // true time of the first request
 	lastAt   int64 // true time of the last request
+
+	// How the checks were decided (limiter.Decision.Decided): on the node
+	// alone, by the key's coordinator (this node or another), or by the
+	// budget because no answer came in time.
+	here, coordinator, fallback int
+	// selfCoordinated counts the checks at the margin on the key's
+	// coordinator itself, decided without a message.
+	selfCoordinated int
+	// orphans counts the grants whose answer was lost and whose asker's
+	// fallback denied: over-counted at the coordinator for a while.
+	orphans int
+	// Coordination traffic, apart from the sync figures above: copies
+	// sent (lost ones included) and their bytes.
+	asks, answers, releases             int
+	askBytes, answerBytes, releaseBytes int64
 }
 
 // delivery is a message in flight.
@@ -178,9 +241,40 @@ type simCluster struct {
 	// encode in as many bytes as a real cluster's; 0 for a trace of real
 	// timestamps.
 	epochMs int64
-	stats   simStats
-	net     simNet
-	byName  map[string]int
+	// now is the true time of the check being decided: the Deciders'
+	// clock.
+	now int64
+	// lostGrant is the grant the current check's ask left at its
+	// coordinator without an answer reaching the asker (valid while
+	// lostGrant.hits > 0); orphans are those the asker did not count (its
+	// fallback denied): the one over-count the coordinated design has,
+	// until the release arrives or the grant expires. The simulator keeps
+	// them as an oracle only, to tell that over-count from a fault.
+	lostGrant orphan
+	orphans   []orphan
+	stats     simStats
+	net       simNet
+	byName    map[string]int
+}
+
+// orphan is a grant that its coordinator counts and its asker did not: it
+// counts hits of key until true time until.
+type orphan struct {
+	key   string
+	hits  int64
+	until int64
+}
+
+// orphanHits is the hits of key that grants without an answer count at
+// true time at: what a coordinator may over-count then (see orphan).
+func (s *simCluster) orphanHits(key string, at int64) int64 {
+	var h int64
+	for _, o := range s.orphans {
+		if o.key == key && o.until > at {
+			h += o.hits
+		}
+	}
+	return h
 }
 
 // realTimeMs separates relative trace times from Unix timestamps: 1e12 ms
@@ -210,9 +304,9 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 			return nil, err
 		}
 		cc := counter.DefaultClusterConfig(name)
-		// The budget's design, which the simulations study: every check
-		// decided on the node it reaches (no coordinator to ask).
-		cc.Coordinated = false
+		if sc.uncoordinated {
+			cc.Coordinated = false
+		}
 		cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = sc.nodes, sc.sync, sc.budget, sc.floor, sc.grace
 		if err := c.SetCluster(cc); err != nil {
 			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
@@ -221,13 +315,20 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
 		}
+		n := &simNode{name: name, offset: sc.skewOffset(i), c: c, lim: lim}
 		// limiterd's engine configuration for UDP (cluster.DefaultConfig):
 		// the message sizes, anti-entropy and catch-up are limiterd's.
-		eng, err := cluster.NewEngine(c, cluster.DefaultEngineConfig(name))
-		if err != nil {
+		ec := cluster.DefaultEngineConfig(name)
+		ec.OnAnswer = n.onAnswer
+		if n.eng, err = cluster.NewEngine(c, ec); err != nil {
 			return nil, err
 		}
-		n := &simNode{name: name, offset: sc.skewOffset(i), lim: lim, eng: eng}
+		// The frontends' decision layer, on this node's clock at the
+		// instant being simulated; its metrics go to a registry of its own.
+		dc := decision.Config{Now: func() time.Time { return s.clock(n, s.now) }, Coordinator: simCoordinator{s, i}, Deadline: sc.deadline}
+		if n.dec, err = decision.New(dc, lim, prometheus.NewRegistry(), nil); err != nil {
+			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
+		}
 		s.byName[name] = i
 		n.phase = int64(i) * sc.stagger.Milliseconds() / int64(sc.nodes)
 		if sc.clockTicks {
@@ -243,6 +344,14 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 // check runs every event due by true time at, then decides one request of
 // key arriving at node at that instant (read on the node's clock).
 func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) error {
+	return s.checkN(at, key, node, 1, d)
+}
+
+// checkN is check of a request of hits hits. It decides as a frontend
+// does, through the node's decision.Decider, so a check at the margin goes
+// to the key's coordinator (simCoordinator) or, without an answer in
+// time, to the budget.
+func (s *simCluster) checkN(at int64, key string, node int, hits int64, d *limiter.Decision) error {
 	if s.stats.requests == 0 {
 		s.stats.firstAt = at
 		if at < realTimeMs {
@@ -274,8 +383,29 @@ func (s *simCluster) check(at int64, key string, node int, d *limiter.Decision) 
 	s.stats.requests++
 	s.stats.lastAt = at
 	n := s.nodes[node]
-	if err := n.lim.Check(s.clock(n, at), limiter.Request{Key: key, Hits: 1}, d); err != nil {
-		return err
+	s.now = at
+	s.lostGrant = orphan{}
+	if err := n.dec.Decide(context.Background(), limiter.Request{Key: key, Hits: hits}, &n.res); err != nil {
+		return err // bad input (the key, the hits): the trace's fault, not the node's
+	}
+	if n.res.Internal {
+		// Decide failed open: a fault of the code under test, never a
+		// decision to measure.
+		return fmt.Errorf("node-%d: the decision failed open (an internal error in the limiter or the coordination)", node)
+	}
+	*d = n.res.Decision
+	if s.lostGrant.hits > 0 && !d.Allowed {
+		s.orphans = slices.DeleteFunc(s.orphans, func(o orphan) bool { return o.until <= at })
+		s.orphans = append(s.orphans, s.lostGrant)
+		s.stats.orphans++
+	}
+	switch d.Decided {
+	case limiter.DecidedByCoordinator:
+		s.stats.coordinator++
+	case limiter.DecidedInFallback:
+		s.stats.fallback++
+	default:
+		s.stats.here++
 	}
 	if d.Allowed && !d.Untracked && !n.changed {
 		// A tick with nothing to send changes no decision (see everyTick),
@@ -377,14 +507,27 @@ func (s *simCluster) sendAll(at int64, out []cluster.Outbound) {
 func (s *simCluster) send(at int64, to int, msg []byte) {
 	s.stats.messages++
 	s.stats.bytes += int64(len(msg))
-	if s.cfg.loss > 0 && s.net.rng.Float64() < s.cfg.loss {
-		return
+	s.post(at, to, msg)
+}
+
+// lost draws whether a copy of a message is lost.
+func (s *simCluster) lost() bool {
+	return s.cfg.loss > 0 && s.net.rng.Float64() < s.cfg.loss
+}
+
+// post puts one copy on the network, arriving at true time at (plus the
+// reorder delay) unless lost, and returns its arrival time, or -1 when it
+// is lost; it counts nothing.
+func (s *simCluster) post(at int64, to int, msg []byte) int64 {
+	if s.lost() {
+		return -1
 	}
 	if r := s.cfg.reorder.Milliseconds(); r > 0 {
 		at += s.net.rng.Int64N(r + 1)
 	}
 	s.seq++
 	heap.Push(&s.queue, delivery{at: at, seq: s.seq, to: to, msg: msg})
+	return at
 }
 
 // finish delivers everything still pending, so the traffic figures cover

@@ -3,6 +3,8 @@ package main
 import (
 	"maps"
 	"slices"
+
+	"github.com/limiterd/limiterd/limiter"
 )
 
 // tally accounts for decisions against the truth: every key's accepted
@@ -15,8 +17,18 @@ type tally struct {
 	requests, accepted, rejected, untracked int
 	// falseRejections counts rejections of a request that fitted: fewer
 	// than limit requests of its key were accepted in the window before it,
-	// (t-window, t], so a limiter that never over-counts must accept it.
+	// (t-window, t], so a limiter that never over-counts must accept it
+	// (limit - hits + 1 for a request of several hits).
 	falseRejections int
+	// falseFallback counts the false rejections among them that the budget
+	// decided, as a fallback when no answer came in time: the budget is
+	// not exact, the other decisions are.
+	falseFallback int
+	// falseOrphaned counts the false rejections decided exactly (not by
+	// the fallback) that a grant without an answer explains (see
+	// simCluster.orphans): with those hits counted, the window had no
+	// room. They are among falseRejections too.
+	falseOrphaned int
 }
 
 // keyTally is one key's accepted instants (non-decreasing) and the index of
@@ -33,6 +45,19 @@ func newTally(window, limit int64) *tally {
 // record adds one decision for key at true time t (non-decreasing from call
 // to call). untracked requests are allowed and counted as accepted.
 func (ty *tally) record(t int64, key string, allowed, untracked bool) {
+	ty.recordHits(t, key, 1, allowed, untracked, false, 0)
+}
+
+// recordDecision records d, a decision of hits hits of key at true time
+// t, telling the fallback's from the exact ones.
+func (ty *tally) recordDecision(t int64, key string, hits int64, d *limiter.Decision) {
+	ty.recordHits(t, key, hits, d.Allowed, d.Untracked, d.Decided == limiter.DecidedInFallback, 0)
+}
+
+// recordHits is record of a request of hits hits (each an accepted
+// instant when allowed); fallback marks a decision of the budget, and
+// orphaned is the hits that grants without an answer counted then.
+func (ty *tally) recordHits(t int64, key string, hits int64, allowed, untracked, fallback bool, orphaned int64) {
 	ty.requests++
 	k := ty.keys[key]
 	if k == nil {
@@ -44,15 +69,23 @@ func (ty *tally) record(t int64, key string, allowed, untracked bool) {
 		if untracked {
 			ty.untracked++
 		}
-		k.at = append(k.at, t)
+		for range hits {
+			k.at = append(k.at, t)
+		}
 		return
 	}
 	ty.rejected++
 	for k.lo < len(k.at) && k.at[k.lo] <= t-ty.window {
 		k.lo++
 	}
-	if int64(len(k.at)-k.lo) < ty.limit {
+	if int64(len(k.at)-k.lo)+hits <= ty.limit {
 		ty.falseRejections++
+		if fallback {
+			ty.falseFallback++
+		}
+		if !fallback && int64(len(k.at)-k.lo)+hits+orphaned > ty.limit {
+			ty.falseOrphaned++
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/limiterd/limiterd/limiter"
 )
 
 // readTrace reads every request of data, or the first error.
@@ -154,7 +156,7 @@ func FuzzClusterReplay(f *testing.F) {
 		sum, err := runClusterReplay(cfg, strings.NewReader(string(data)), io.Discard)
 		if err != nil {
 			var te *traceError
-			if !errors.As(err, &te) && !strings.Contains(err.Error(), "limiter: invalid key") {
+			if !errors.As(err, &te) && !errors.Is(err, limiter.ErrInvalidKey) {
 				t.Fatalf("error %v is neither a trace error nor a key the limiter refuses", err)
 			}
 			return
