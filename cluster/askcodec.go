@@ -48,6 +48,7 @@ type askMsg struct {
 	EntryLimits []uint8
 	EntryStarts []int64
 	EntryCounts []uint32
+	Settled     uint64 // counter.Ask.Settled
 }
 
 // answerMsg is an answer's body: the decision and the coordinator's view
@@ -63,6 +64,7 @@ type answerMsg struct {
 	Fits      []bool // per limit: it had room
 	Max       []int64
 	Counts    []int64
+	Pending   []int64 // of Counts, grants the coordinator's merged slices do not show yet
 	Remaining []int64
 	RetryMs   []int64
 	ResetMs   []int64
@@ -121,7 +123,7 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 }
 
 func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits}
+	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled}
 	for _, p := range a.Preds {
 		m.PredStarts = append(m.PredStarts, p.Start)
 		m.PredAfters = append(m.PredAfters, p.After)
@@ -175,7 +177,7 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 			return "", 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
 		}
 	}
-	a.Key, a.Hits, a.Limits = m.Key, m.Hits, m.Limits
+	a.Key, a.Hits, a.Limits, a.Settled = m.Key, m.Hits, m.Limits, m.Settled
 	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
 	for i := range m.Limits {
 		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
@@ -195,6 +197,7 @@ func encodeAnswer(h *codec.MsgpackHandle, from string, now time.Time, id uint64,
 		m.Fits = append(m.Fits, r.Allowed)
 		m.Max = append(m.Max, r.Limit)
 		m.Counts = append(m.Counts, r.Count)
+		m.Pending = append(m.Pending, r.Pending)
 		m.Remaining = append(m.Remaining, r.Remaining)
 		m.RetryMs = append(m.RetryMs, r.RetryAfter.Milliseconds())
 		m.ResetMs = append(m.ResetMs, r.Reset.Milliseconds())
@@ -213,14 +216,14 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 		return Answer{}, fmt.Errorf("%w: answer version %d, want %d", ErrMalformed, m.Version, coordVersion)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
-	case n > counter.MaxLimitsPerCall || len(m.Fits) != n || len(m.Max) != n || len(m.Remaining) != n || len(m.RetryMs) != n || len(m.ResetMs) != n:
+	case n > counter.MaxLimitsPerCall || len(m.Fits) != n || len(m.Max) != n || len(m.Pending) != n || len(m.Remaining) != n || len(m.RetryMs) != n || len(m.ResetMs) != n:
 		return Answer{}, fmt.Errorf("%w: answer columns of unequal length", ErrMalformed)
 	case m.Status != answerDecided && m.Status != answerUnable:
 		return Answer{}, fmt.Errorf("%w: answer status %d", ErrMalformed, m.Status)
 	}
 	a := Answer{From: m.From, ID: m.ID, Decided: m.Status == answerDecided, Allowed: m.Allowed && m.Status == answerDecided}
 	for i := range n {
-		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
+		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Pending[i] < 0 || m.Pending[i] > m.Counts[i] || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
 			return Answer{}, fmt.Errorf("%w: negative figure in an answer", ErrMalformed)
 		}
 		retry := time.Duration(min(m.RetryMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond
@@ -228,6 +231,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 			Allowed:    m.Fits[i],
 			Limit:      m.Max[i],
 			Count:      m.Counts[i],
+			Pending:    m.Pending[i],
 			Remaining:  m.Remaining[i],
 			RetryAfter: retry,
 			Reset:      time.Duration(min(m.ResetMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond,

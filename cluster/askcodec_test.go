@@ -26,7 +26,7 @@ func goldenAsk() *counter.Ask {
 
 func goldenResults() []counter.Result {
 	return []counter.Result{
-		{Allowed: false, Limit: 10, Count: 9, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second},
+		{Allowed: false, Limit: 10, Count: 9, Pending: 2, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second},
 		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second},
 	}
 }

@@ -36,16 +36,23 @@ type asks struct {
 	waiting map[uint64]*waiter
 }
 
-func (a *asks) add(from string) (uint64, *waiter) {
-	w := &waiter{from: from, ch: make(chan Answer, 1)}
+// add registers a new ask to from and returns its id, the highest id at
+// or below which no ask is waiting any more (counter.Ask.Settled), and its
+// waiter.
+func (a *asks) add(from string) (id, settled uint64, w *waiter) {
+	w = &waiter{from: from, ch: make(chan Answer, 1)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.waiting == nil {
 		a.waiting = make(map[uint64]*waiter)
 	}
 	a.next++
-	a.waiting[a.next] = w
-	return a.next, w
+	id, settled = a.next, a.next-1
+	for other := range a.waiting {
+		settled = min(settled, other-1)
+	}
+	a.waiting[id] = w
+	return id, settled, w
 }
 
 func (a *asks) remove(id uint64) {
@@ -89,7 +96,8 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 	if nd == nil {
 		return false, false, fmt.Errorf("%w: %s has no sender", ErrNoCoordinator, k)
 	}
-	id, w := n.asks.add(k)
+	id, settled, w := n.asks.add(k)
+	ask.Settled = settled
 	msg, err := n.engine.AskMessage(t, id, ask)
 	if err == nil {
 		err = n.sendNow(nd, msg)

@@ -57,6 +57,12 @@ type Result struct {
 	Limit int64
 	// Count is the number of requests counted in the window before this call.
 	Count int64
+	// Pending is the part of Count that this node, as the key's
+	// coordinator, granted and the merged slices do not show yet. A grant
+	// whose answer was lost and which the asker did not count stays in it
+	// until released or expired, so a denial that needs Pending to deny is
+	// not remembered (RememberDenial).
+	Pending int64
 	// Remaining is what is left in the window after this call (never negative).
 	Remaining int64
 	// RetryAfter is, for a limit without room, the shortest wait after which the

@@ -30,6 +30,13 @@ type Ask struct {
 	// coordinator before it decides: absolute counts, so they add nothing
 	// twice, and the coordinator's view of the asker is exact.
 	Entries []Entry
+	// Settled is the asker's highest ask id at or below which every ask of
+	// its own is over: its grant counted, or its answer given up on (the
+	// cluster layer sets it; 0: none). After merging Entries, a grant to
+	// the asker with such an id that its slices still do not show was
+	// never counted (its answer was lost and the asker decided alone), and
+	// the coordinator stops counting it.
+	Settled uint64
 }
 
 // Pred is where granted hits will be counted: the asker's slice starting
@@ -155,8 +162,12 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 			}
 			count = st.count()
 		}
-		count += s.coord.invisible(dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs)
-		r := Result{Allowed: count+ask.Hits <= l.max, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		if ask.Settled > 0 {
+			s.coord.settle(dirtyRef{slot: l.slot, key: ask.Key}, &st, origin, ask.Settled)
+		}
+		pending := s.coord.invisible(dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs)
+		count += pending
+		r := Result{Allowed: count+ask.Hits <= l.max, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		r.Reset = time.Duration(st.reset(now, l.windowMs)) * time.Millisecond
 		if !r.Allowed {
 			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs, count, ask.Hits, l.max)) * time.Millisecond
@@ -210,12 +221,15 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 
 // RememberDenial records the coordinator's answer to a denied check of
 // hits of key, results as Coordinate returned them (parallel to limits).
-// For a check of one hit, each limit the coordinator found full is denied
-// here without asking again until its RetryAfter, so an over-limit client
-// costs about one round trip per node per wait. The denial stays right that
-// long: the slices the coordinator counted stay in its window until then,
-// and a wait for one hit is the shortest for any check. A check of several
-// hits is not remembered: a smaller one may fit sooner.
+// For a check of one hit, each limit the coordinator found full on its
+// merged slices alone is denied here without asking again until its
+// RetryAfter, so an over-limit client costs about one round trip per node
+// per wait. The denial stays right that long: the slices the coordinator
+// counted stay in its window until then, and a wait for one hit is the
+// shortest for any check. Not remembered: a check of several hits (a
+// smaller one may fit sooner), and a limit that was full only with the
+// coordinator's pending grants (Result.Pending): one of those may be a
+// grant whose answer was lost, which must not deny for a whole wait.
 func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []Limit, results []Result) {
 	if hits != 1 {
 		return
@@ -225,7 +239,10 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, l := range limits {
-		if i >= len(results) || results[i].Allowed || results[i].Remaining > 0 || results[i].RetryAfter <= 0 {
+		if i >= len(results) {
+			break
+		}
+		if r := &results[i]; r.Allowed || r.Remaining > 0 || r.RetryAfter <= 0 || r.Count-r.Pending < r.Limit {
 			continue
 		}
 		if s.coord == nil {
@@ -280,6 +297,27 @@ func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
 		if g.origin != origin || g.id != id {
 			kept = append(kept, g)
 		}
+	}
+	cs.setGrants(ref, kept)
+}
+
+// settle drops the grants to origin with an id up to settled that st (the
+// asker's slices, just merged from its ask) does not show: the asker never
+// counted them.
+func (cs *coordState) settle(ref dirtyRef, st *state, origin uint16, settled uint64) {
+	if cs == nil {
+		return
+	}
+	gs, ok := cs.grants[ref]
+	if !ok {
+		return
+	}
+	kept := gs[:0]
+	for _, g := range gs {
+		if g.origin == origin && g.id <= settled && st.grantGap(g) > 0 {
+			continue
+		}
+		kept = append(kept, g)
 	}
 	cs.setGrants(ref, kept)
 }

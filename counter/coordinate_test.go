@@ -401,3 +401,59 @@ func TestRememberedDenial(t *testing.T) {
 		t.Fatal("denied after the window moved on")
 	}
 }
+
+// TestDenialOnPendingGrantsIsNotRemembered: a denial that needs the
+// coordinator's pending grants (one may be a grant whose answer was lost)
+// is not remembered by the asker; one on merged slices alone is.
+func TestDenialOnPendingGrantsIsNotRemembered(t *testing.T) {
+	cl := newCoordCluster(t, 3, 10, time.Second, 10, 1)
+	key := "x"
+	for i := 0; cl.coordinatorOf(key) != 2; i++ {
+		key = fmt.Sprint("x", i)
+	}
+	k := cl.nodes[2]
+	ask := func(node int, ms int64, id uint64) (Decision, []Result) {
+		var a Ask
+		lim := []Limit{cl.lims[node]}
+		cl.nodes[node].PrepareAsk(at(ms), key, 1, lim, &a)
+		res := make([]Result, 1)
+		d, err := k.Coordinate(at(ms), cl.names[node], id, &a, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, res
+	}
+	// Ten grants to node 0, whose answers are "lost": node 0 counts none.
+	for i := range 10 {
+		if d, _ := ask(0, 0, uint64(i+1)); !d.Allowed {
+			t.Fatalf("grant %d denied", i)
+		}
+	}
+	d, res := ask(1, 1, 100)
+	if d.Allowed || res[0].Pending != 10 {
+		t.Fatalf("node 1's ask: %+v %+v, want denied on 10 pending grants", d, res[0])
+	}
+	lim1 := []Limit{cl.lims[1]}
+	cl.nodes[1].RememberDenial(at(1), key, 1, lim1, res)
+	var r [1]Result
+	if d, _ := cl.nodes[1].Allow(at(2), key, 1, lim1, r[:]); !d.Coordinate {
+		t.Fatalf("after a denial on pending grants: %+v, want to ask again", d)
+	}
+	// Node 2 fills the window itself: a denial on merged slices is remembered.
+	for i := range 10 {
+		k.Release(at(3), cl.names[0], uint64(i+1), key, []string{cl.lims[0].ID()})
+	}
+	for range 10 {
+		if ok, _ := cl.check(4, 2, key, 1); !ok {
+			t.Fatal("the coordinator's own check denied")
+		}
+	}
+	d, res = ask(1, 5, 101)
+	if d.Allowed || res[0].Pending != 0 {
+		t.Fatalf("node 1's ask: %+v %+v, want denied on merged slices", d, res[0])
+	}
+	cl.nodes[1].RememberDenial(at(5), key, 1, lim1, res)
+	if d, _ := cl.nodes[1].Allow(at(6), key, 1, lim1, r[:]); d.Coordinate || d.Allowed {
+		t.Fatalf("after a denial on merged slices: %+v, want denied here", d)
+	}
+}

@@ -223,13 +223,15 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			dirty[i] = st.expire(at[i], l.windowMs)
 			count = st.count()
 		}
+		var pending int64
 		if s.coord != nil {
 			// Grants this node made as the key's coordinator that the
 			// merged slices do not show yet (coordinate.go).
-			count += s.coord.invisible(dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs)
+			pending = s.coord.invisible(dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs)
+			count += pending
 		}
 		states[i], found[i] = st, ok
-		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Remaining: max(l.max-count, 0)}
+		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		var unacked int64
 		if cs != nil {
 			st.roll(c.tickNo.Load())

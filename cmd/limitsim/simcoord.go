@@ -51,6 +51,8 @@ func (sc simCoordinator) Coordinate(_ context.Context, t time.Time, ask *counter
 	at := s.now
 	n.askSeq++
 	id := n.askSeq
+	// Checks are synchronous here: every earlier ask of this node is over.
+	ask.Settled = id - 1
 	msg, err := n.eng.AskMessage(t, id, ask)
 	if err != nil {
 		return false, false, fmt.Errorf("limitsim: encoding an ask: %w", err)
