@@ -117,8 +117,10 @@ hz=$(getconf CLK_TCK)
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # snapshot FILE: per node "cpu_ticks rss_kb hwm_kb sync_sent_bytes
-# sync_received_bytes checks coordinated" (checks: limiterd_decisions_total
-# summed; coordinated: the checks put to a key's coordinator, the slow path).
+# sync_received_bytes checks coordinated fallbacks" (checks:
+# limiterd_decisions_total summed; coordinated: the checks put to a key's
+# coordinator, the slow path; fallbacks: of those, the ones that got no
+# answer in time and were decided alone with the budget).
 snapshot() {
   : >"$1"
   for i in $(seq 1 "$NODES"); do
@@ -131,7 +133,8 @@ snapshot() {
     recv=$(awk '/^limiterd_sync_bytes_total\{direction="received"\}/ { print $2 }' <<<"$m")
     checks=$(awk '/^limiterd_decisions_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
     coord=$(awk '/^limiterd_coordinated_checks_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
-    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord" >>"$1"
+    fall=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ { n += $2 } END { print n + 0 }' <<<"$m")
+    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord $fall" >>"$1"
   done
 }
 
@@ -158,10 +161,10 @@ measure() {
   cpu=$(awk 'NR > 3 { us += $13; sy += $14; id += $15; st += $17; n++ } END { if (n) printf "%.0f/%.0f/%.0f/%.0f", us / n, sy / n, id / n, st / n }' "$base.vmstat")
   snapshot "$base.after"
   paste -d' ' "$base.before" "$base.after" | awk -v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v hz="$hz" '
-    { checks = $13 - $6; coord = $14 - $7
-      printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f | %.0f | %.3f %% |\n", NR, ($8 - $1) / hz / dt * 100, $9 / 1024, $10 / 1024, ($11 - $4) / dt, ($12 - $5) / dt, checks, checks ? coord / checks * 100 : 0
-      cpu += ($8 - $1) / hz / dt * 100; sent += ($11 - $4) / dt; allc += checks; allk += coord }
-    END { printf "| all nodes | %.0f %% | | | %.0f | | %.0f | %.3f %% |\n", cpu, sent, allc, allc ? allk / allc * 100 : 0 }' >"$base.nodes"
+    { checks = $14 - $6; coord = $15 - $7; fall = $16 - $8
+      printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f | %.0f | %.3f %% | %.0f |\n", NR, ($9 - $1) / hz / dt * 100, $10 / 1024, $11 / 1024, ($12 - $4) / dt, ($13 - $5) / dt, checks, checks ? coord / checks * 100 : 0, fall
+      cpu += ($9 - $1) / hz / dt * 100; sent += ($12 - $4) / dt; allc += checks; allk += coord; allf += fall }
+    END { printf "| all nodes | %.0f %% | | | %.0f | | %.0f | %.3f %% | %.0f |\n", cpu, sent, allc, allc ? allk / allc * 100 : 0, allf }' >"$base.nodes"
   # CPU of everything else on the machine (another job running beside the
   # benchmark shows here), in % of one core: all busy time minus the nodes'
   # and limitload's.
@@ -182,8 +185,8 @@ header() {
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 node_header() {
-  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | to the coordinator |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | to the coordinator | fell back |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
 echo "HS2: $NODES limiterd processes on 127.0.0.1, $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"
