@@ -200,6 +200,11 @@ func TestBudgetLimitsTheBlindInterval(t *testing.T) {
 	if d.Allowed || d.RetryAfter != 200*time.Millisecond {
 		t.Fatalf("budget denial: %+v, want a retry after one sync interval", d)
 	}
+	// The window has room, but none is left for this request on this
+	// node: what the RateLimit header reports must not contradict the 429.
+	if res[0].Remaining != 0 || res[0].Count >= 100 {
+		t.Fatalf("budget denial reports %+v, want nothing remaining with room in the window", res[0])
+	}
 	// Without the budget, the same node admits the whole limit.
 	b := newNode(t, "b", 4, false)
 	n := 0
