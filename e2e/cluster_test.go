@@ -147,14 +147,14 @@ func TestAccuracyOverHTTP(t *testing.T) {
 	}{{"9x", 9}, {"0.9x", 0.9}} {
 		rate := tc.factor * float64(limit) / window.Seconds()
 		log := drive(t, c, "acc-"+tc.name, rate, 2*window)
-		best, rejected, errs := analyse(log, window)
-		t.Logf("client at %s (%.1f/s) over %d nodes for %v: %d requests, %d accepted, %d rejected, %d errors; max %d in any %v = %.3f x limit",
-			tc.name, rate, n, 2*window, len(log), len(log)-rejected-errs, rejected, errs, best, window, float64(best)/float64(limit))
+		best, definite, rejected, errs := analyse(log, window)
+		t.Logf("client at %s (%.1f/s) over %d nodes for %v: %d requests, %d accepted, %d rejected, %d errors; max %d in any %v by send instant = %.3f x limit, %d by whole round trip",
+			tc.name, rate, n, 2*window, len(log), len(log)-rejected-errs, rejected, errs, best, window, float64(best)/float64(limit), definite)
 		if errs > 0 {
 			t.Errorf("%s: %d requests failed or got 5xx", tc.name, errs)
 		}
-		if int64(best) > bound {
-			t.Errorf("%s: %d accepted in one window-long interval, above the derived bound %d", tc.name, best, bound)
+		if int64(definite) > bound {
+			t.Errorf("%s: %d accepted and decided in one window-long interval, above the derived bound %d", tc.name, definite, bound)
 		}
 		if covered && float64(best) > 1.1*float64(limit) {
 			t.Errorf("%s: %d accepted in one window-long interval > 1.1 x %d", tc.name, best, limit)
@@ -166,7 +166,8 @@ func TestAccuracyOverHTTP(t *testing.T) {
 }
 
 type sent struct {
-	at   time.Time
+	at   time.Time // sent
+	done time.Time // answered
 	code int
 }
 
@@ -190,7 +191,7 @@ func drive(t *testing.T, c *testCluster, key string, rate float64, d time.Durati
 				if err != nil {
 					code = -1
 				}
-				log[i] = sent{at: now, code: code}
+				log[i] = sent{at: now, done: time.Now(), code: code}
 			}
 		})
 	}
@@ -203,28 +204,42 @@ func drive(t *testing.T, c *testCluster, key string, rate float64, d time.Durati
 }
 
 // analyse returns the most requests accepted in any window-long interval
-// (by send instant), the rejections and the failures.
-func analyse(log []sent, window time.Duration) (best, rejected, errs int) {
-	var ok []time.Time
+// by send instant, the most accepted whose whole round trip (from send to
+// answer, so the instant a node decided it too) lies in one window-long
+// interval, the rejections and the failures. The first is what a client
+// sees; the second never counts a request a node decided outside the
+// interval, so it is what the derived bound is held against: a request
+// sent just before a window's end may be decided just after it.
+func analyse(log []sent, window time.Duration) (best, definite, rejected, errs int) {
+	var ok []sent
 	for _, s := range log {
 		switch s.code {
 		case 200:
-			ok = append(ok, s.at)
+			ok = append(ok, s)
 		case 429:
 			rejected++
 		default:
 			errs++
 		}
 	}
-	slices.SortFunc(ok, func(a, b time.Time) int { return a.Compare(b) })
+	slices.SortFunc(ok, func(a, b sent) int { return a.at.Compare(b.at) })
 	j := 0
 	for i := range ok {
-		for ok[i].Sub(ok[j]) >= window {
+		for ok[i].at.Sub(ok[j].at) >= window {
 			j++
 		}
 		best = max(best, i-j+1)
 	}
-	return best, rejected, errs
+	for j := range ok {
+		end, n := ok[j].at.Add(window), 0
+		for i := j; i < len(ok) && ok[i].at.Before(end); i++ {
+			if ok[i].done.Before(end) {
+				n++
+			}
+		}
+		definite = max(definite, n)
+	}
+	return best, definite, rejected, errs
 }
 
 // derivedBound returns the most requests of one key that n nodes with
