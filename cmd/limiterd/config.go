@@ -102,7 +102,9 @@ variable shown after it; a flag on the command line wins.
 
 Alone by default. With -bind-addr and/or -join it is a cluster node: nodes
 find each other over memberlist, send each other their count changes every
--sync-interval, and decide on the merged counts; GET /cluster shows the
+-sync-interval, and decide on the merged counts; a check at a key's margin
+goes to the key's coordinator node within -coordinator-deadline, and without
+an answer the node decides alone with the budget. GET /cluster shows the
 members. Several nodes may share a host if each has its own -bind-addr port.
 
 Flags:
