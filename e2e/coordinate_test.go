@@ -94,6 +94,14 @@ func metricValue(t *testing.T, p *proc, prefix string) float64 {
 	return sum
 }
 
+// fallbacksOf sums the checks that fell back to the budget on nodes.
+func fallbacksOf(t *testing.T, nodes []*proc) (f float64) {
+	for _, p := range nodes {
+		f += metricValue(t, p, `limiterd_coordinated_checks_total{result="fallback`)
+	}
+	return f
+}
+
 // TestCoordinatedBurstsOverHTTP is the promise on a real cluster of
 // LIMITERD_E2E_NODES (8) processes: a compliant client bursting its whole
 // limit at one node, or over all nodes at once, is never denied; a further
@@ -103,7 +111,12 @@ func metricValue(t *testing.T, p *proc, prefix string) float64 {
 // takes over.
 func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 	n := envInt("LIMITERD_E2E_NODES", 8)
-	c := startCluster(t, n, rulesCoordinated)
+	// The promise is for a healthy cluster, where answers come within the
+	// deadline. Beside the other test binaries on a two-core machine a
+	// round trip can take longer than the 5 ms default, and a check whose
+	// answer is late is decided by the budget, which is not exact: give the
+	// answers the time this machine needs (fallbacks are counted below).
+	c := startCluster(t, n, rulesCoordinated, "-coordinator-deadline", "200ms")
 	for _, p := range c.procs {
 		eventually(t, p.name+" sees all members alive", 30*time.Second, func() bool {
 			m, err := members(p)
@@ -114,7 +127,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 	t.Run("whole limit at one node", func(t *testing.T) {
 		r := burstAt(t, []*proc{c.procs[1], c.procs[1], c.procs[1], c.procs[1]}, "one-node", 600)
 		if r.allowed.Load() != 600 {
-			t.Fatalf("600 compliant checks at one node: %d allowed, %d denied", r.allowed.Load(), r.denied.Load())
+			t.Fatalf("600 compliant checks at one node: %d allowed, %d denied (%v checks fell back)", r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.procs))
 		}
 		code, body, err := request("GET", "http://"+c.procs[1].http+"/check?key=one-node")
 		if err != nil || code != http.StatusTooManyRequests || !strings.Contains(string(body), `"remaining":0`) {
@@ -125,7 +138,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 	t.Run("whole limit over all nodes, then more", func(t *testing.T) {
 		r := burstAt(t, c.procs, "all-nodes", 600)
 		if r.allowed.Load() != 600 {
-			t.Fatalf("600 compliant checks over %d nodes: %d allowed, %d denied", n, r.allowed.Load(), r.denied.Load())
+			t.Fatalf("600 compliant checks over %d nodes: %d allowed, %d denied (%v checks fell back)", n, r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.procs))
 		}
 		more := burstAt(t, c.procs, "all-nodes", 600)
 		if total := 600 + more.allowed.Load(); float64(total) > 1.1*600 {
@@ -168,12 +181,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 				others = append(others, p)
 			}
 		}
-		fallbacks := func() (f float64) {
-			for _, p := range others {
-				f += metricValue(t, p, `limiterd_coordinated_checks_total{result="fallback`)
-			}
-			return f
-		}
+		fallbacks := func() float64 { return fallbacksOf(t, others) }
 		granted := func() (g float64) {
 			for _, p := range others {
 				g += metricValue(t, p, `limiterd_coordinated_checks_total{result="granted"}`)
