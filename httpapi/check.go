@@ -289,6 +289,9 @@ func parseJSON(body []byte) (params, problem) {
 		// count a different key than the one sent.
 		return ps, badRequest(reasonMalformedJSON, "malformed JSON: body is not valid UTF-8")
 	}
+	if p := strictJSON(body); p.status != 0 {
+		return ps, p
+	}
 	var cb checkBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -73,7 +73,10 @@
 // limiter.MaxKeyBytes) or non-UTF-8 key, for hits that is not an integer, is
 // below 1 or exceeds a limit of the rule, for an unknown rule, for a bad or
 // unknown query parameter or one given twice, and for malformed JSON or JSON
-// with unknown fields; 413 for a body over Config.MaxBodyBytes; 415 for a
+// with unknown fields, a field given twice or in another case ("Key"), or a
+// lone UTF-16 surrogate escape in a string (encoding/json would keep the
+// last of two fields, match names in any case and turn a lone surrogate
+// into U+FFFD: a POST must mean exactly what a GET could say); 413 for a body over Config.MaxBodyBytes; 415 for a
 // body with a non-JSON Content-Type; 405 with Allow: GET, POST for other
 // methods; 404 for unknown paths. Every /check response carries
 // Cache-Control: no-store. The verdicts on the key's content, on hits over a
