@@ -14,7 +14,7 @@ type Counter struct {
 	seed      maphash.Seed
 	shards    []shard
 	mask      uint64
-	shardCap  int   // MaxKeys spread over the shards
+	shardCap  int   // the largest shard's share of MaxKeys (shard.cap)
 	tolPPM    int64 // Tolerance in parts per million
 	untracked atomic.Uint64
 
@@ -48,7 +48,8 @@ type shard struct {
 	hot       hotSet          // keys that reached HotShare of a limit (cluster mode)
 	restored  []dirtyRef      // keys whose own slices a peer gave back: sent on at the next AppendChanges
 	coord     *coordState     // grants and remembered denials (coordinated cluster), nil until first used
-	_         [128 - 112]byte // 128 bytes a shard: neighbours never share a cache line
+	cap       int             // this shard's share of MaxKeys: the shares add up to MaxKeys exactly
+	_         [128 - 120]byte // 128 bytes a shard: neighbours never share a cache line
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.
@@ -68,7 +69,7 @@ func New(cfg Config) (*Counter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Counter{
+	c := &Counter{
 		seed:     maphash.MakeSeed(),
 		shards:   make([]shard, cfg.Shards),
 		mask:     uint64(cfg.Shards - 1),
@@ -77,7 +78,16 @@ func New(cfg Config) (*Counter, error) {
 		slots:    make(map[string]uint16),
 		origins:  make(map[string]uint16),
 		names:    []string{""},
-	}, nil
+	}
+	// MaxKeys is a hard cap: the shares differ by at most one and add up
+	// to it (rounding every share up let 100,000 track 100,032).
+	for i := range c.shards {
+		c.shards[i].cap = cfg.MaxKeys / cfg.Shards
+		if i < cfg.MaxKeys%cfg.Shards {
+			c.shards[i].cap++
+		}
+	}
+	return c, nil
 }
 
 // MaxLimit is the largest declared limit a Limit may have.
@@ -287,7 +297,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		return d, nil
 	}
 	for i, l := range limits {
-		if !found[i] && !s.admit(now, c.shardCap) {
+		if !found[i] && !s.admit(now) {
 			d.Untracked = true
 			c.untracked.Add(1)
 			results[i].Remaining = l.max - hits

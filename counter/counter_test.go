@@ -348,3 +348,28 @@ func TestLongIdleKeyRebases(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxKeysIsAHardCap: however the keys fall on the shards, no more than
+// MaxKeys pairs are tracked (shares rounded up let 100,000 track 100,032),
+// and a full counter tracks exactly MaxKeys.
+func TestMaxKeysIsAHardCap(t *testing.T) {
+	for _, maxKeys := range []int{100_000, 1000, 65, 10} {
+		cfg := DefaultConfig()
+		cfg.MaxKeys = maxKeys
+		c := newCounter(t, cfg)
+		l := mustLimit(t, c, "r", 10, time.Minute, 12)
+		var res [1]Result
+		for i := range 3 * maxKeys {
+			c.Allow(at(0), fmt.Sprint("k", i), 1, []Limit{l}, res[:])
+		}
+		got := c.Stats().Keys
+		if got > maxKeys {
+			t.Errorf("MaxKeys %d: %d keys tracked", maxKeys, got)
+		}
+		// With three times as many keys as the cap and shares of 15 or
+		// more, every shard fills (for tiny caps some shard may not).
+		if maxKeys >= 1000 && got != maxKeys {
+			t.Errorf("MaxKeys %d: %d keys tracked, want exactly the cap", maxKeys, got)
+		}
+	}
+}

@@ -8,15 +8,15 @@ const sweepEvery = int64(time.Second / time.Millisecond)
 
 // admit reports whether the shard may track one more key at now. At the cap
 // it first sweeps expired keys, at most once per sweepEvery.
-func (s *shard) admit(now int64, shardCap int) bool {
-	if s.keys < shardCap {
+func (s *shard) admit(now int64) bool {
+	if s.keys < s.cap {
 		return true
 	}
 	if now-s.lastSweep >= sweepEvery {
 		s.lastSweep = now
 		s.sweep(now)
 	}
-	return s.keys < shardCap
+	return s.keys < s.cap
 }
 
 // sweep drops every key whose window is empty at now.

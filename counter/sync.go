@@ -81,7 +81,7 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		st, found := tab.m[e.Key]
 		if found {
 			st.expire(nowMs, lastInfo.windowMs)
-		} else if !s.admit(nowMs, c.shardCap) {
+		} else if !s.admit(nowMs) {
 			s.mu.Unlock()
 			ms.NoRoom++
 			continue
