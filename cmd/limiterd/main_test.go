@@ -204,6 +204,17 @@ func TestServeChecksAndReloads(t *testing.T) {
 		t.Fatalf("old rules must keep running: %d %s", code, body)
 	}
 
+	// Putting the file in force back undoes the failure: the file on disk is
+	// what runs again, without a reload.
+	if err := os.WriteFile(path, []byte(rulesV2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reload gauge back to 1", func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "limiterd_rules_last_reload_successful 1") &&
+			strings.Contains(m, `limiterd_rule_reloads_total{result="success"} 1`)
+	})
+
 	// SIGHUP reloads even when the file is unchanged.
 	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
 		t.Fatal(err)

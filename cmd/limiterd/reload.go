@@ -33,6 +33,10 @@ type reloader struct {
 
 	mu  sync.Mutex
 	sum [sha256.Size]byte // of the file content last applied
+	// failing: the last load failed, so the file on disk is not the rules
+	// in force (limiterd_rules_last_reload_successful is 0) until a load
+	// succeeds or the file is back to the content in force.
+	failing bool
 }
 
 func newReloader(path string, lim *limiter.Limiter, sum [sha256.Size]byte, reg prometheus.Registerer, log *slog.Logger, applied func()) *reloader {
@@ -79,12 +83,19 @@ func (r *reloader) reload(force bool, why string) {
 	if err == nil {
 		sum := sha256.Sum256(data)
 		if !force && bytes.Equal(sum[:], r.sum[:]) {
+			if r.failing {
+				// The file is back to the rules in force (an invalid
+				// edit undone): what is on disk is what runs again.
+				r.failing = false
+				r.lastSuccess.Set(1)
+				r.log.Info("rule file is back to the rules in force", "file", r.path, "trigger", why)
+			}
 			return
 		}
 		var rs *limiter.RuleSet
 		if rs, err = limiter.Parse(r.path, data); err == nil {
 			if err = r.lim.SetRules(rs); err == nil {
-				r.sum = sum
+				r.sum, r.failing = sum, false
 				r.reloads.WithLabelValues("success").Inc()
 				r.lastSuccess.Set(1)
 				r.lastTime.SetToCurrentTime()
@@ -97,6 +108,7 @@ func (r *reloader) reload(force bool, why string) {
 		}
 	}
 	r.reloads.WithLabelValues("failure").Inc()
+	r.failing = true
 	r.lastSuccess.Set(0)
 	r.log.Error("rules reload failed; the old rules keep running", "file", r.path, "trigger", why, "err", err)
 }
