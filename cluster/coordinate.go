@@ -122,6 +122,17 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 	}
 }
 
+// isMember reports whether name is in the member table: a node memberlist
+// reported as a member, alive or not (a member declared dead whose
+// partition just healed may speak before memberlist reports it alive
+// again; dead members are forgotten after deadMemberTTL). The engine hears
+// nobody else, so a forged sender name costs no work and no memory.
+func (n *Node) isMember(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.members[name] != nil
+}
+
 // memberNode returns where peer name is, or nil when it has no sender.
 func (n *Node) memberNode(name string) *memberlist.Node {
 	n.mu.Lock()

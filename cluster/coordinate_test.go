@@ -139,3 +139,42 @@ func BenchmarkCoordinateHotKey(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "checks/s")
 }
+
+// TestForgedSendersAreDropped: messages that name a sender no member has
+// (issue 9, findings 4 and 5) are dropped before any work: no count is
+// merged, no reply is sent, and nothing of the name is kept, however many
+// names; a real member's message still merges.
+func TestForgedSendersAreDropped(t *testing.T) {
+	nodes := startCluster(t, 2, nodeOpts{limit: 600})
+	victim := nodes[0]
+	h := newHandle(1024)
+	lim := victim.lim.ID()
+	now := time.Now()
+	for i := range 5000 {
+		from := fmt.Sprint("forged-", i)
+		es := []counter.Entry{{Limit: lim, Key: "victim", Origin: from, Start: now.UnixMilli(), Count: 600}}
+		for _, kind := range []byte{kindDelta, kindHello} {
+			msgs, err := encodeEntries(h, kind, from, now.UnixMilli(), es, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delegate{victim.n}.NotifyMsg(msgs[0])
+		}
+	}
+	if got := victim.peek("victim"); got != 0 {
+		t.Fatalf("a forged sender's entries counted: %d", got)
+	}
+	if n := len(victim.n.engine.Peers()); n != 1 {
+		t.Fatalf("the engine keeps %d peers, want only the real one", n)
+	}
+	if v, _ := metric(t, victim.reg, "limiterd_sync_not_member_messages_total"); v != 10000 {
+		t.Fatalf("limiterd_sync_not_member_messages_total = %v, want 10000", v)
+	}
+	// The real member is heard.
+	es := []counter.Entry{{Limit: lim, Key: "victim", Origin: nodes[1].name, Start: now.UnixMilli(), Count: 3}}
+	msgs, _ := encodeEntries(h, kindDelta, nodes[1].name, now.UnixMilli(), es, 1<<20)
+	delegate{victim.n}.NotifyMsg(msgs[0])
+	if got := victim.peek("victim"); got != 3 {
+		t.Fatalf("a member's entries: %d counted, want 3", got)
+	}
+}

@@ -117,6 +117,12 @@
 // members. When the partition heals, the rejoin and the catch-up bring
 // both sides' counts together.
 //
+// Only members are heard: a message whose sender is not in the member
+// table (EngineConfig.Members) is dropped before it is merged or answered,
+// and nothing of its sender is kept, so forged sender names cost neither
+// work nor memory. Without a gossip key a sender can still take a real
+// member's name; with one it cannot send at all.
+//
 // Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a
 // packet or stream of another key or label before it reaches the Engine,
@@ -202,7 +208,8 @@
 // New registers limiterd_cluster_members{state}, limiterd_cluster_events_total{event},
 // limiterd_cluster_health_score, limiterd_sync_messages_total{direction},
 // limiterd_sync_bytes_total{direction}, limiterd_sync_merge_lag_seconds{peer},
-// limiterd_sync_decode_errors_total, limiterd_sync_dropped_messages_total,
+// limiterd_sync_decode_errors_total, limiterd_sync_not_member_messages_total,
+// limiterd_sync_dropped_messages_total,
 // limiterd_sync_entries_total{result} and limiterd_cluster_clock_offset_seconds{peer}
 // on the registerer it is given. The per-peer series exist for the peers
 // that are alive or suspect and disappear with them.

@@ -17,6 +17,10 @@ import (
 // ErrInvalidConfig wraps configuration errors of this package.
 var ErrInvalidConfig = errors.New("cluster: invalid config")
 
+// ErrNotMember is returned by Receive for a message whose sender is not an
+// up member (PeerUp without PeerDown since): it is dropped before any work.
+var ErrNotMember = errors.New("cluster: sender is not a member")
+
 // streamMessageBytes caps the messages sent over a stream: catch-up state
 // always, and everything with TransportTCP.
 const streamMessageBytes = 60_000
@@ -63,6 +67,13 @@ type EngineConfig struct {
 	// counter.SetNodes. It runs on the goroutine that made that call, with
 	// no lock of the engine held.
 	OnNodesChanged func(alive int)
+	// Members, if set, says whether a name is a current member of the
+	// cluster; Receive drops a message from anyone else before any work,
+	// and keeps nothing of it. The transport's view of membership, which
+	// may be ahead of PeerUp (a member's first messages can arrive before
+	// its join reaches the engine). nil: every sender is heard (a
+	// simulation, whose network holds members only).
+	Members func(name string) bool
 	// OnAnswer, if set, receives every coordinator's answer to this node's
 	// asks (AskMessage) as Receive decodes it, on Receive's goroutine; it
 	// must not block. The transport matches it to the waiting check by
@@ -199,6 +210,7 @@ type EngineStats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
 	Releases                        atomic.Uint64 // releases received
+	NotMember                       atomic.Uint64 // messages dropped: the sender is no up member
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
@@ -420,6 +432,12 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 	catchUp := false
 	if from != e.cfg.Self {
 		quiet := e.SilenceThreshold()
+		if !e.member(from) {
+			// Only a current member is heard: a forged or departed sender
+			// costs no merge, no reply and no memory (its name is not kept).
+			e.Stats.NotMember.Add(1)
+			return from, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
+		}
 		e.mu.Lock()
 		p := e.peer(from)
 		prev := p.LastMessage

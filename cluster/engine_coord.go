@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
@@ -40,6 +41,11 @@ func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]b
 	return encodeRelease(e.h, e.cfg.Self, now, id, ask)
 }
 
+// member reports whether messages from name are heard (EngineConfig.Members).
+func (e *Engine) member(name string) bool {
+	return e.cfg.Members == nil || e.cfg.Members(name)
+}
+
 // isCoordKind reports whether a message is an ask, answer or release.
 func isCoordKind(b []byte) bool {
 	return len(b) > 0 && (b[0] == kindAsk || b[0] == kindAnswer || b[0] == kindRelease)
@@ -58,6 +64,10 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 		}
 		if from == e.cfg.Self {
 			return from, nil, nil
+		}
+		if !e.member(from) {
+			e.Stats.NotMember.Add(1)
+			return from, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
 		}
 		e.Stats.AsksAnswered.Add(1)
 		res := make([]counter.Result, len(a.Limits))
@@ -86,6 +96,10 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
 			return "", nil, err
+		}
+		if !e.member(m.From) {
+			e.Stats.NotMember.Add(1)
+			return m.From, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, m.From)
 		}
 		e.Stats.Releases.Add(1)
 		e.c.Release(now, m.From, m.ID, m.Key, m.Limits)

@@ -13,7 +13,7 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, dropped, entries, lag, offset *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, notMember, dropped, entries, lag, offset *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -34,6 +34,9 @@ func newCollector(n *Node) *collector {
 		decodeErrors: prometheus.NewDesc("limiterd_sync_decode_errors_total",
 			"Sync messages dropped because they were malformed, oversized or of another version.",
 			nil, nil),
+		notMember: prometheus.NewDesc("limiterd_sync_not_member_messages_total",
+			"Cluster messages dropped before any work because their sender is not a member (forged, or from another cluster without a gossip key).",
+			nil, nil),
 		dropped: prometheus.NewDesc("limiterd_sync_dropped_messages_total",
 			"Sync messages not sent: the peer's queue was full or the send failed.",
 			nil, nil),
@@ -51,7 +54,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.dropped, c.entries, c.lag, c.offset} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.dropped, c.entries, c.lag, c.offset} {
 		ch <- d
 	}
 }
@@ -82,6 +85,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, s.BytesSent.Load(), "sent")
 	counter(c.bytes, s.BytesReceived.Load(), "received")
 	counter(c.decodeErrors, s.DecodeErrors.Load())
+	counter(c.notMember, s.NotMember.Load())
 	counter(c.dropped, n.dropped.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")

@@ -117,6 +117,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	ec := cfg.engineConfig()
 	ec.OnNodesChanged = n.nodesChanged
 	ec.OnAnswer = n.asks.deliver
+	ec.Members = n.isMember
 	var err error
 	if n.engine, err = NewEngine(c, ec); err != nil {
 		return nil, err
