@@ -63,6 +63,10 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
 	_, out, err := n.engine.Receive(time.Now(), b)
+	if errors.Is(err, ErrReplay) {
+		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed hello", "bytes", len(b), "err", err)
+		return
+	}
 	if errors.Is(err, ErrNotMember) {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a cluster message from a non-member (set -gossip-key to keep others out)", "bytes", len(b), "err", err)
 		return

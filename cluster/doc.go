@@ -121,7 +121,10 @@
 // table (EngineConfig.Members) is dropped before it is merged or answered,
 // and nothing of its sender is kept, so forged sender names cost neither
 // work nor memory. Without a gossip key a sender can still take a real
-// member's name; with one it cannot send at all.
+// member's name; with one it cannot send at all. A hello, which costs a
+// full state reply, is answered only if it was sent later than the last
+// one answered from that sender: a captured hello replayed is dropped
+// (limiterd_sync_replayed_messages_total).
 //
 // Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a
@@ -209,6 +212,7 @@
 // limiterd_cluster_health_score, limiterd_sync_messages_total{direction},
 // limiterd_sync_bytes_total{direction}, limiterd_sync_merge_lag_seconds{peer},
 // limiterd_sync_decode_errors_total, limiterd_sync_not_member_messages_total,
+// limiterd_sync_replayed_messages_total,
 // limiterd_sync_dropped_messages_total,
 // limiterd_sync_entries_total{result} and limiterd_cluster_clock_offset_seconds{peer}
 // on the registerer it is given. The per-peer series exist for the peers

@@ -17,6 +17,10 @@ import (
 // ErrInvalidConfig wraps configuration errors of this package.
 var ErrInvalidConfig = errors.New("cluster: invalid config")
 
+// ErrReplay is returned by Receive for a hello it has answered already (a
+// replay): a reply is a full state transfer.
+var ErrReplay = errors.New("cluster: replayed message")
+
 // ErrNotMember is returned by Receive for a message whose sender is not an
 // up member (PeerUp without PeerDown since): it is dropped before any work.
 var ErrNotMember = errors.New("cluster: sender is not a member")
@@ -210,7 +214,8 @@ type EngineStats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
 	Releases                        atomic.Uint64 // releases received
-	NotMember                       atomic.Uint64 // messages dropped: the sender is no up member
+	NotMember                       atomic.Uint64 // messages dropped: the sender is no member
+	Replays                         atomic.Uint64 // hellos dropped as replays
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
@@ -218,6 +223,8 @@ type peer struct {
 	PeerState
 	nameHash    uint64    // fnv64 of the name, for Coordinator
 	greeted     bool      // this engine sent it a hello
+	helloSet    bool      // lastHelloMs is set
+	lastHelloMs int64     // send time of the last hello answered (the sender's clock)
 	caughtUp    bool      // lastCatchUp is set
 	lastCatchUp time.Time // when it was last sent a catch-up
 }
@@ -443,16 +450,28 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		prev := p.LastMessage
 		p.LastMessage = now
 		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
+		replay := false
 		switch {
+		case kind == kindHello && p.helloSet && m.SentMs <= p.lastHelloMs:
+			// A hello costs a full state reply: one sent no later than the
+			// last one answered is a replay (a process greets each peer
+			// once, and a restarted one later than the process before it).
+			// With a gossip key nobody can make a new one.
+			replay = true
 		case kind == kindHello:
 			// A new process: if the reply cannot reach it (not a member
 			// here yet), its PeerUp must not find the catch-up rate limit
 			// spent.
+			p.helloSet, p.lastHelloMs = true, m.SentMs
 			p.caughtUp = false
 		case p.Up && !prev.IsZero() && now.Sub(prev) > quiet:
 			catchUp = e.mayCatchUp(p, now)
 		}
 		e.mu.Unlock()
+		if replay {
+			e.Stats.Replays.Add(1)
+			return from, nil, fmt.Errorf("%w: a hello from %.64q sent at %d ms", ErrReplay, from, m.SentMs)
+		}
 	}
 	if kind == kindHello {
 		reply, err := e.StateFor(now, from)

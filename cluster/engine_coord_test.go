@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/limiterd/limiterd/counter"
@@ -113,5 +114,37 @@ func TestCoordinatorFollowsMembership(t *testing.T) {
 			}
 			ns[0].e.PeerUp(at(2), "n2")
 		}
+	}
+}
+
+// TestReplayedHelloIsAnsweredOnce: a hello costs a full state reply, so
+// one captured and replayed (issue 9, finding 1: 197 replays made a node
+// send 365 MB) is answered once; a later hello, from a restarted process,
+// is answered again.
+func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
+	a, b := newTestNode(t, "a", 2), newTestNode(t, "b", 2)
+	up(t, 0, a, b)
+	a.hit(t, 0, "k", 50)
+	hello, err := b.e.encode(kindHello, at(100), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := 0
+	for i := range 200 {
+		_, out, err := a.e.Receive(at(200+int64(i)), hello[0])
+		switch {
+		case err == nil && len(out) > 0:
+			replies++
+		case err != nil && !errors.Is(err, ErrReplay):
+			t.Fatal(err)
+		}
+	}
+	if replies != 1 || a.e.Stats.Replays.Load() != 199 {
+		t.Fatalf("%d replies, %d replays counted; want 1 and 199", replies, a.e.Stats.Replays.Load())
+	}
+	// A restarted b greets later: answered.
+	later, _ := b.e.encode(kindHello, at(5000), nil, 0)
+	if _, out, err := a.e.Receive(at(5001), later[0]); err != nil || len(out) == 0 {
+		t.Fatalf("a later hello: %v, %d outbound", err, len(out))
 	}
 }

@@ -13,7 +13,7 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, notMember, dropped, entries, lag, offset *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, notMember, replays, dropped, entries, lag, offset *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -37,6 +37,9 @@ func newCollector(n *Node) *collector {
 		notMember: prometheus.NewDesc("limiterd_sync_not_member_messages_total",
 			"Cluster messages dropped before any work because their sender is not a member (forged, or from another cluster without a gossip key).",
 			nil, nil),
+		replays: prometheus.NewDesc("limiterd_sync_replayed_messages_total",
+			"Hellos dropped because one sent as late or later was answered already: replays of a captured message (each would cost a full state reply).",
+			nil, nil),
 		dropped: prometheus.NewDesc("limiterd_sync_dropped_messages_total",
 			"Sync messages not sent: the peer's queue was full or the send failed.",
 			nil, nil),
@@ -54,7 +57,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.dropped, c.entries, c.lag, c.offset} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.dropped, c.entries, c.lag, c.offset} {
 		ch <- d
 	}
 }
@@ -86,6 +89,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, s.BytesReceived.Load(), "received")
 	counter(c.decodeErrors, s.DecodeErrors.Load())
 	counter(c.notMember, s.NotMember.Load())
+	counter(c.replays, s.Replays.Load())
 	counter(c.dropped, n.dropped.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
