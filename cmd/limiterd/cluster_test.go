@@ -50,6 +50,32 @@ func TestParseClusterFlags(t *testing.T) {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
+	// Secure by default (issue 9): no key on an address beyond this host
+	// is refused unless -insecure-cluster says the network is trusted.
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-join", "10.0.0.1:7946"}, false}, // binds 0.0.0.0
+		{[]string{"-join", "10.0.0.1:7946", "-insecure-cluster"}, true},
+		{[]string{"-join", "10.0.0.1:7946", "-gossip-key", key}, true},
+		{[]string{"-bind-addr", "10.0.0.3:7946"}, false},
+		{[]string{"-bind-addr", "127.0.0.1:7946"}, true},
+		{[]string{"-bind-addr", "[::1]:7946"}, true},
+		{[]string{"-bind-addr", "127.0.0.1:7946", "-advertise-addr", "10.0.0.3:7946"}, false},
+	} {
+		cfg, err := parseConfig(tc.args, none, io.Discard)
+		if tc.ok != (err == nil) {
+			t.Errorf("%q: %v, want ok %v", tc.args, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "-gossip-key") {
+			t.Errorf("%q: %v, want it to name -gossip-key", tc.args, err)
+		}
+		if err == nil && cfg.unauthenticated() != slices.Contains(tc.args, "-insecure-cluster") {
+			t.Errorf("%q: unauthenticated %v", tc.args, cfg.unauthenticated())
+		}
+	}
+
 	bad := []struct {
 		args []string
 		want string
@@ -74,7 +100,7 @@ func TestParseClusterFlags(t *testing.T) {
 func TestHelpListsClusterFlags(t *testing.T) {
 	var out strings.Builder
 	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
-	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "anti-entropy-interval", "rejoin-interval", "budget", "coordinate", "coordinator-deadline"} {
+	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "anti-entropy-interval", "rejoin-interval", "budget", "coordinate", "coordinator-deadline", "insecure-cluster"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s", name, envName(name))
 		}

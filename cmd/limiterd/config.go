@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"net"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,7 @@ type config struct {
 	budget              bool
 	coordinate          bool
 	coordinatorDeadline time.Duration
+	insecureCluster     bool
 }
 
 // defaultBindAddr is where memberlist listens when only -join is given.
@@ -86,6 +88,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
 	fs.StringVar(&cfg.clusterLabel, "cluster-label", "", "`LABEL` carried by all cluster traffic; nodes with another label are ignored (at most 255 bytes)")
 	gossipKey := fs.String("gossip-key", "", "`BASE64` of a 16, 24 or 32-byte key that encrypts and authenticates cluster traffic (AES-GCM); nodes without it cannot join or inject counts. Prefer the environment variable: flags show in ps")
+	fs.BoolVar(&cfg.insecureCluster, "insecure-cluster", false, "run the cluster without -gossip-key on an address other hosts can reach: anyone who reaches the port can then join, read counts and inject them. Only on a network you trust; without it a node refuses to start so (a loopback -bind-addr needs no key)")
 	fs.Float64Var(&cfg.syncSpread, "sync-spread", cdefs.SendSpread, "spread each tick's datagrams to a peer over this share of -sync-interval after the tick, so that the nodes' aligned ticks do not all send and merge at once (0: at once; at most 0.25)")
 	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
 	fs.BoolVar(&cfg.coordinate, "coordinate", counter.DefaultClusterConfig("-").Coordinated, "decide checks at the margin with the key's coordinator node: a node admits alone only its blind share of a key (a slice of the 10 % tolerance) and asks the coordinator, synchronously, past it; false: every node decides alone with the budget (-budget)")
@@ -188,6 +191,9 @@ func (c config) validate() error {
 	if c.coordinatorDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("-coordinator-deadline must be positive, got %v", c.coordinatorDeadline))
 	}
+	if c.clustered() && c.unauthenticated() && !c.insecureCluster {
+		errs = append(errs, fmt.Errorf("cluster traffic on %s would be unauthenticated: anyone who reaches it could join and inject counts; set -gossip-key (or %s), bind to a loopback address, or pass -insecure-cluster on a network you trust", c.bindAddr, envName("gossip-key")))
+	}
 	if c.clustered() {
 		if err := c.clusterConfig("").Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster flags: %w", err))
@@ -197,6 +203,29 @@ func (c config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unauthenticated reports whether cluster traffic would be neither
+// encrypted nor authenticated on an address beyond this host: no gossip
+// key, and a bind or advertise address that is not loopback (0.0.0.0
+// included).
+func (c config) unauthenticated() bool {
+	if len(c.gossipKey) > 0 {
+		return false
+	}
+	for _, a := range []string{c.bindAddr, c.advertiseAddr} {
+		if a == "" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return true // Validate says what is wrong with it
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return true
+		}
+	}
+	return false
 }
 
 // clustered reports whether limiterd runs as a cluster node.

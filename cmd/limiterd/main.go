@@ -171,7 +171,19 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if node != nil && cfg.unauthenticated() {
+		log.Warn("cluster traffic is neither encrypted nor authenticated (-insecure-cluster): anyone who reaches the cluster port can join and inject counts", "bind", cfg.bindAddr)
+	}
 	if node != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "limiterd_cluster_insecure",
+			Help: "1 when cluster traffic is neither encrypted nor authenticated on an address beyond this host (-insecure-cluster), else 0.",
+		}, func() float64 {
+			if cfg.unauthenticated() {
+				return 1
+			}
+			return 0
+		}))
 		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules),
 			"node", node.Name(), "cluster", node.Addr(), "join", cfg.join, "sync_transport", cfg.syncTransport)
 	} else {
