@@ -169,6 +169,14 @@
 // again the CPU of the whole sync, and a megabyte per second is nothing on
 // a LAN.
 //
+// The transport reads the header of every inbound stream before memberlist
+// does (streamguard.go): memberlist allocates what an unencrypted user
+// message or push/pull header claims before it reads a byte of it, so a
+// stream claiming more than DecodeLimits.MaxMessageBytes (or more than
+// 4,096 nodes) is closed unread, as is one that sends no header within
+// 5 s; at most 64 streams have their header read at once, and more are
+// closed. The transport's framing is fuzzed (FuzzGuardStream).
+//
 // The transport under memberlist is this package's (transport.go), not
 // memberlist.NetTransport: the same TCP and UDP listeners on one address,
 // but NetTransport allocates a fresh 64 KiB buffer for every datagram it

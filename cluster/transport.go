@@ -35,6 +35,9 @@ type transport struct {
 	udp      *net.UDPConn
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
+	guards   chan struct{}     // one token a stream whose header is being read
+	guard    streamGuardConfig // what an inbound stream's header may claim
+	refused  atomic.Uint64     // inbound streams closed unread
 	logger   *log.Logger
 
 	shutdown atomic.Bool
@@ -90,6 +93,8 @@ func listen(ip net.IP, port int, logger *log.Logger) (*transport, error) {
 		bindIP: ip, port: port, tcp: tcp, udp: udp, logger: logger,
 		packetCh: make(chan *memberlist.Packet),
 		streamCh: make(chan net.Conn),
+		guards:   make(chan struct{}, maxGuardedStreams),
+		guard:    streamGuardConfig{maxMessageBytes: DefaultDecodeLimits().MaxMessageBytes, maxNodes: 1 << 12, timeout: 5 * time.Second},
 		done:     make(chan struct{}),
 	}, nil
 }
@@ -214,11 +219,36 @@ func (t *transport) acceptStreams() {
 			continue
 		}
 		delay = 0
+		// The header is read before memberlist sees the stream (it would
+		// allocate what the header claims first), on a goroutine of its
+		// own so that a slow sender holds up no other, and at most
+		// maxGuardedStreams at once: past that, streams are closed.
 		select {
-		case t.streamCh <- conn:
-		case <-t.done:
+		case t.guards <- struct{}{}:
+		default:
+			t.refused.Add(1)
 			_ = conn.Close()
-			return
+			continue
 		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			defer func() { <-t.guards }()
+			g, err := guardStream(conn, t.guard)
+			if err != nil {
+				t.refused.Add(1)
+				t.logger.Printf("[WARN] cluster: closing an inbound stream from %s: %v", conn.RemoteAddr(), err)
+				_ = conn.Close()
+				return
+			}
+			select {
+			case t.streamCh <- g:
+			case <-t.done:
+				_ = conn.Close()
+			}
+		}()
 	}
 }
+
+// maxGuardedStreams caps the inbound streams whose header is being read.
+const maxGuardedStreams = 64
