@@ -70,6 +70,10 @@ type Config struct {
 	// AES-128, -192 or -256. Nodes without the same key cannot join, read
 	// or inject counts.
 	GossipKey []byte
+	// GossipKeys, if set instead of GossipKey, is a keyring: the first key
+	// encrypts, every key decrypts, so that a key can be rotated without a
+	// restart (Node.SetGossipKeys; see SECURITY.md). Each 16, 24 or 32 bytes.
+	GossipKeys [][]byte
 	// SyncTransport is TransportUDP (default) or TransportTCP.
 	SyncTransport string
 	// SendSpread spreads the datagrams of one tick to one peer evenly over
@@ -167,6 +171,14 @@ func (c Config) Validate() error {
 	if len(c.Label) > maxLabelBytes {
 		bad("Label must have at most %d bytes, got %d", maxLabelBytes, len(c.Label))
 	}
+	if len(c.GossipKey) > 0 && len(c.GossipKeys) > 0 {
+		bad("GossipKey and GossipKeys are exclusive")
+	}
+	for _, k := range c.GossipKeys {
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			bad("every key of GossipKeys must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+		}
+	}
 	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
 		bad("GossipKey must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
 	}
@@ -198,7 +210,7 @@ func splitHostPort(hp string) (string, int, error) {
 // datagramMessageBytes is the largest sync message that still fits one
 // datagram of udpBudget bytes with c's label and encryption.
 func (c Config) datagramMessageBytes() int {
-	return datagramBytes(c.Label, len(c.GossipKey) > 0)
+	return datagramBytes(c.Label, len(c.GossipKey) > 0 || len(c.GossipKeys) > 0)
 }
 
 // datagramBytes is the largest sync message that still fits one datagram

@@ -57,7 +57,8 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
-	asks asks // checks at the margin waiting for their coordinator (coordinate.go)
+	asks    asks                // checks at the margin waiting for their coordinator (coordinate.go)
+	keyring *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
 
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog
@@ -157,6 +158,14 @@ func (n *Node) memberlistConfig(h hooks) (*memberlist.Config, error) {
 	mc.Label = cfg.Label
 	if len(cfg.GossipKey) > 0 {
 		mc.SecretKey = slices.Clone(cfg.GossipKey)
+	}
+	if len(cfg.GossipKeys) > 0 {
+		kr, err := memberlist.NewKeyring(cloneKeys(cfg.GossipKeys), slices.Clone(cfg.GossipKeys[0]))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: gossip keys: %w", err)
+		}
+		mc.Keyring = kr
+		n.keyring = kr
 	}
 	mc.Delegate = delegate{n}
 	mc.Events = eventDelegate{n}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/base64"
-	"net"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -50,6 +51,8 @@ type config struct {
 	coordinate          bool
 	coordinatorDeadline time.Duration
 	insecureCluster     bool
+	gossipKeyFile       string
+	gossipKeys          [][]byte // from gossipKeyFile
 }
 
 // defaultBindAddr is where memberlist listens when only -join is given.
@@ -88,6 +91,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
 	fs.StringVar(&cfg.clusterLabel, "cluster-label", "", "`LABEL` carried by all cluster traffic; nodes with another label are ignored (at most 255 bytes)")
 	gossipKey := fs.String("gossip-key", "", "`BASE64` of a 16, 24 or 32-byte key that encrypts and authenticates cluster traffic (AES-GCM); nodes without it cannot join or inject counts. Prefer the environment variable: flags show in ps")
+	fs.StringVar(&cfg.gossipKeyFile, "gossip-key-file", "", "`FILE` of gossip keys, base64, one a line (# comments): the first encrypts, all decrypt; re-read on SIGHUP, so a key rotates without a restart (SECURITY.md). Instead of -gossip-key")
 	fs.BoolVar(&cfg.insecureCluster, "insecure-cluster", false, "run the cluster without -gossip-key on an address other hosts can reach: anyone who reaches the port can then join, read counts and inject them. Only on a network you trust; without it a node refuses to start so (a loopback -bind-addr needs no key)")
 	fs.Float64Var(&cfg.syncSpread, "sync-spread", cdefs.SendSpread, "spread each tick's datagrams to a peer over this share of -sync-interval after the tick, so that the nodes' aligned ticks do not all send and merge at once (0: at once; at most 0.25)")
 	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
@@ -152,6 +156,16 @@ Flags:
 		}
 		cfg.gossipKey = key
 	}
+	if cfg.gossipKeyFile != "" {
+		if *gossipKey != "" {
+			return cfg, errors.New("-gossip-key and -gossip-key-file are exclusive")
+		}
+		keys, err := loadGossipKeys(cfg.gossipKeyFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.gossipKeys = keys
+	}
 	if cfg.clustered() && cfg.bindAddr == "" {
 		cfg.bindAddr = defaultBindAddr
 	}
@@ -210,7 +224,7 @@ func (c config) validate() error {
 // key, and a bind or advertise address that is not loopback (0.0.0.0
 // included).
 func (c config) unauthenticated() bool {
-	if len(c.gossipKey) > 0 {
+	if len(c.gossipKey) > 0 || len(c.gossipKeys) > 0 {
 		return false
 	}
 	for _, a := range []string{c.bindAddr, c.advertiseAddr} {
@@ -244,6 +258,7 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.RejoinInterval = c.rejoinInterval
 	cc.Label = c.clusterLabel
 	cc.GossipKey = c.gossipKey
+	cc.GossipKeys = c.gossipKeys
 	cc.SyncTransport = c.syncTransport
 	cc.SendSpread = c.syncSpread
 	return cc
@@ -281,4 +296,32 @@ func (c config) logger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// loadGossipKeys reads -gossip-key-file: base64 keys, one a line, blank
+// lines and lines starting with # ignored; the first encrypts.
+func loadGossipKeys(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-gossip-key-file: %w", err)
+	}
+	var keys [][]byte
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(line)
+		if err != nil {
+			return nil, fmt.Errorf("-gossip-key-file %s:%d: not standard base64: %w", path, i+1, err)
+		}
+		if n := len(key); n != 16 && n != 24 && n != 32 {
+			return nil, fmt.Errorf("-gossip-key-file %s:%d: a key must decode to 16, 24 or 32 bytes, got %d", path, i+1, n)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("-gossip-key-file %s: no key", path)
+	}
+	return keys, nil
 }

@@ -231,6 +231,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 				errc <- err
 			}
 		})
+		if cfg.gossipKeyFile != "" {
+			keysHup := make(chan os.Signal, 1)
+			signal.Notify(keysHup, syscall.SIGHUP)
+			defer signal.Stop(keysHup)
+			wg.Go(func() { watchGossipKeys(ctx, cfg.gossipKeyFile, node, keysHup, log) })
+		}
 	}
 
 	var runErr error
@@ -291,5 +297,27 @@ func sweep(ctx context.Context, ctr *counter.Counter, every time.Duration, log *
 				log.Debug("swept empty windows", "keys", n)
 			}
 		}
+	}
+}
+
+// watchGossipKeys re-reads -gossip-key-file on every SIGHUP until ctx ends
+// and installs its keys; an unreadable or invalid file keeps the keys in
+// force.
+func watchGossipKeys(ctx context.Context, path string, node *cluster.Node, hup <-chan os.Signal, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		keys, err := loadGossipKeys(path)
+		if err == nil {
+			err = node.SetGossipKeys(keys)
+		}
+		if err != nil {
+			log.Error("gossip keys not changed", "file", path, "err", err)
+			continue
+		}
+		log.Info("gossip keys reloaded", "file", path, "keys", len(keys))
 	}
 }
