@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -290,6 +291,9 @@ func (r *scaleRun) round(now time.Time) error {
 				}
 				for _, m := range o.Msgs {
 					_, back, err := nd.eng.Receive(now, m)
+					if errors.Is(err, cluster.ErrReplay) {
+						continue // a hello answered already
+					}
 					if err != nil {
 						return fmt.Errorf("node-%d receiving from node-%d: %w", j, i, err)
 					}

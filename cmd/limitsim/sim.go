@@ -463,6 +463,11 @@ func (s *simCluster) advance(t int64, drain bool) error {
 			d := heap.Pop(&s.queue).(delivery)
 			n := s.nodes[d.to]
 			_, out, err := n.eng.Receive(s.clock(n, d.at), d.msg)
+			if errors.Is(err, cluster.ErrReplay) {
+				// A duplicated hello (dup): the engine answers a hello once,
+				// as it would a replayed one on a real network.
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("node-%d receiving at %d ms: %w", d.to, d.at, err)
 			}
