@@ -124,7 +124,9 @@
 // member's name; with one it cannot send at all. A hello, which costs a
 // full state reply, is answered only if it was sent later than the last
 // one answered from that sender: a captured hello replayed is dropped
-// (limiterd_sync_replayed_messages_total).
+// (limiterd_sync_replayed_messages_total). An ask is decided once: its id
+// is remembered for 10 s per asker, and an ask sent longer ago than that
+// is stale, so a replayed ask grants nothing a second time.
 //
 // Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a

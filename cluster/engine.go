@@ -18,7 +18,8 @@ import (
 var ErrInvalidConfig = errors.New("cluster: invalid config")
 
 // ErrReplay is returned by Receive for a hello it has answered already (a
-// replay): a reply is a full state transfer.
+// replay: a reply is a full state transfer) and for an ask it has decided
+// already or that is stale (deciding it again would grant it twice).
 var ErrReplay = errors.New("cluster: replayed message")
 
 // ErrNotMember is returned by Receive for a message whose sender is not an
@@ -215,18 +216,19 @@ type EngineStats struct {
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
 	Releases                        atomic.Uint64 // releases received
 	NotMember                       atomic.Uint64 // messages dropped: the sender is no member
-	Replays                         atomic.Uint64 // hellos dropped as replays
+	Replays                         atomic.Uint64 // hellos and asks dropped as replays (asks also when stale)
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
 type peer struct {
 	PeerState
-	nameHash    uint64    // fnv64 of the name, for Coordinator
-	greeted     bool      // this engine sent it a hello
-	helloSet    bool      // lastHelloMs is set
-	lastHelloMs int64     // send time of the last hello answered (the sender's clock)
-	caughtUp    bool      // lastCatchUp is set
-	lastCatchUp time.Time // when it was last sent a catch-up
+	nameHash    uint64           // fnv64 of the name, for Coordinator
+	greeted     bool             // this engine sent it a hello
+	asks        map[uint64]int64 // ids of its asks decided here, and when (freshAsk)
+	helloSet    bool             // lastHelloMs is set
+	lastHelloMs int64            // send time of the last hello answered (the sender's clock)
+	caughtUp    bool             // lastCatchUp is set
+	lastCatchUp time.Time        // when it was last sent a catch-up
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or

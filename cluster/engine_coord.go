@@ -41,6 +41,42 @@ func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]b
 	return encodeRelease(e.h, e.cfg.Self, now, id, ask)
 }
 
+// askMemory is how long an ask's id is remembered against replays; an ask
+// sent longer ago than that (on its sender's clock, against ours) is stale:
+// no check waits for it, since the deadline is at most a second, and the
+// margin covers clock offsets far above the 100 ms alert.
+const askMemory = 10 * time.Second
+
+// maxAskIDs bounds the ids remembered per asker; past it the oldest go.
+const maxAskIDs = 4096
+
+// freshAsk reports whether an ask (from, id) sent at sentMs is neither
+// stale nor one decided already, and remembers it.
+func (e *Engine) freshAsk(now time.Time, from string, id uint64, sentMs int64) bool {
+	nowMs := now.UnixMilli()
+	if d := nowMs - sentMs; d > askMemory.Milliseconds() || d < -askMemory.Milliseconds() {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peer(from)
+	if p.asks == nil {
+		p.asks = make(map[uint64]int64)
+	}
+	if _, seen := p.asks[id]; seen {
+		return false
+	}
+	if len(p.asks) >= maxAskIDs {
+		for k, at := range p.asks {
+			if at <= nowMs-askMemory.Milliseconds() || len(p.asks) >= maxAskIDs {
+				delete(p.asks, k)
+			}
+		}
+	}
+	p.asks[id] = nowMs
+	return true
+}
+
 // member reports whether messages from name are heard (EngineConfig.Members).
 func (e *Engine) member(name string) bool {
 	return e.cfg.Members == nil || e.cfg.Members(name)
@@ -57,7 +93,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 	switch b[0] {
 	case kindAsk:
 		var a counter.Ask
-		from, _, id, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
+		from, sentMs, id, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
 			return "", nil, err
@@ -68,6 +104,12 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 		if !e.member(from) {
 			e.Stats.NotMember.Add(1)
 			return from, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
+		}
+		if !e.freshAsk(now, from, id, sentMs) {
+			// Deciding an ask twice would grant it twice: a grant nobody
+			// counts, which over-counts until it expires.
+			e.Stats.Replays.Add(1)
+			return from, nil, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
 		}
 		e.Stats.AsksAnswered.Add(1)
 		res := make([]counter.Result, len(a.Limits))

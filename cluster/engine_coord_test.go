@@ -148,3 +148,37 @@ func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 		t.Fatalf("a later hello: %v, %d outbound", err, len(out))
 	}
 }
+
+// TestReplayedAskIsDecidedOnce: an ask decided twice would be granted
+// twice, and the second grant, which nobody counts, would over-count at
+// the coordinator; a replayed or stale ask is dropped.
+func TestReplayedAskIsDecidedOnce(t *testing.T) {
+	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
+	up(t, 0, a.testNode, k.testNode)
+	var ask counter.Ask
+	a.c.PrepareAsk(at(10), "x", 1, []counter.Limit{a.lim}, &ask)
+	msg, err := a.e.AskMessage(at(10), 7, &ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := 0
+	for i := range 50 {
+		_, out, err := k.e.Receive(at(11+int64(i)), msg)
+		switch {
+		case err == nil && len(out) == 1:
+			answered++
+		case !errors.Is(err, ErrReplay):
+			t.Fatalf("replay %d: %v", i, err)
+		}
+	}
+	var r [1]counter.Result
+	k.c.Allow(at(100), "x", 10, []counter.Limit{k.lim}, r[:])
+	if answered != 1 || r[0].Pending != 1 {
+		t.Fatalf("answered %d times, %d granted hits pending; want 1 and 1", answered, r[0].Pending)
+	}
+	// Sent 11 s ago: stale.
+	old, _ := a.e.AskMessage(at(0), 8, &ask)
+	if _, _, err := k.e.Receive(at(11_000), old); !errors.Is(err, ErrReplay) {
+		t.Fatalf("a stale ask: %v, want ErrReplay", err)
+	}
+}
