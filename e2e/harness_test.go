@@ -109,20 +109,45 @@ func startCluster(t *testing.T, n int, rules string, extra ...string) *testClust
 		t.Fatal(err)
 	}
 	c := &testCluster{t: t, bin: limiterdBinary(t), rules: path}
+	// Before the first start: a start that fails must not leave the
+	// processes already started running.
+	t.Cleanup(c.stopAll)
 	for i := range n {
 		p := &proc{name: fmt.Sprintf("node-%d", i)}
-		p.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-rules", path, "-log-level", "warn"}
-		if i > 0 {
-			p.args = append(p.args, "-join", c.procs[0].gossip)
+		// A port found free may be taken by another test before the node
+		// binds it: pick new ones and start again, a few times.
+		for attempt := 0; ; attempt++ {
+			p.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			p.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-rules", path, "-log-level", "warn"}
+			if i > 0 {
+				p.args = append(p.args, "-join", c.procs[0].gossip)
+			}
+			p.args = append(p.args, extra...)
+			c.startProcess(p)
+			if c.healthyOrExited(p) || attempt == 2 || !strings.Contains(p.stderr.String(), "address already in use") {
+				break
+			}
 		}
-		p.args = append(p.args, extra...)
 		c.procs = append(c.procs, p)
-		c.start(p)
+		c.waitFor(p, "/readyz")
 	}
-	t.Cleanup(c.stopAll)
 	return c
+}
+
+// healthyOrExited waits until p answers /healthz (true) or exits (false).
+func (c *testCluster) healthyOrExited(p *proc) bool {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+		if code, _, err := request("GET", "http://"+p.http+"/healthz"); err == nil && code == 200 {
+			return true
+		}
+	}
+	return true // waitFor reports it
 }
 
 // start starts p and waits until it is ready (joined, when it has -join).
