@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/promtest"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -95,31 +96,11 @@ func newRealLimiter(tb testing.TB, rules string) *limiter.Limiter {
 // histogram name{labels} in reg, and whether that series exists.
 func series(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
+	v, ok, err := promtest.Series(reg, name, labels)
 	if err != nil {
-		t.Fatalf("Gather: %v", err)
+		t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; !ok || v != lp.GetValue() {
-					continue next
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount()), true
-			}
-			return m.GetCounter().GetValue(), true
-		}
-	}
-	return 0, false
+	return v, ok
 }
 
 // value is series without the existence flag: 0 for an absent series.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/limiterd/limiterd/internal/promtest"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -136,22 +137,9 @@ func TestRuleLabelCardinality(t *testing.T) {
 		_ = dec.Decide(t.Context(), limiter.Request{Key: fmt.Sprintf("client-%d", i), Hits: 1}, &res)
 		_ = dec.Decide(t.Context(), limiter.Request{Key: fmt.Sprintf("client-%d", i), Rule: fmt.Sprintf("made-up-%d", i), Hits: 1}, &res)
 	}
-	mfs, err := reg.Gather()
+	rules, err := promtest.LabelValues(reg, "limiterd_decisions_total", "rule")
 	if err != nil {
 		t.Fatal(err)
-	}
-	rules := map[string]bool{}
-	for _, mf := range mfs {
-		if mf.GetName() != "limiterd_decisions_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "rule" {
-					rules[lp.GetValue()] = true
-				}
-			}
-		}
 	}
 	if len(rules) != 2 || !rules[""] || !rules["default"] {
 		t.Errorf("rule label values %v, want exactly \"\" and \"default\"", rules)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limiterd/limiterd/decision"
+	"github.com/limiterd/limiterd/internal/promtest"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -154,26 +155,9 @@ func jsonBody(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 // counterValue returns the value of a counter series in reg, 0 if absent.
 func counterValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	v, _, err := promtest.Series(reg, name, labels)
 	if err != nil {
-		t.Fatalf("Gather: %v", err)
+		t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; !ok || v != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return v
 }

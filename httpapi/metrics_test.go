@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limiterd/limiterd/internal/promtest"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -97,22 +98,9 @@ func TestRuleLabelCardinality(t *testing.T) {
 		serve(a, get(fmt.Sprintf("/check?key=client-%d", i)))
 		serve(a, get(fmt.Sprintf("/check?key=client-%d&rule=made-up-%d", i, i)))
 	}
-	mfs, err := reg.Gather()
+	rules, err := promtest.LabelValues(reg, "limiterd_decisions_total", "rule")
 	if err != nil {
 		t.Fatal(err)
-	}
-	rules := map[string]bool{}
-	for _, mf := range mfs {
-		if mf.GetName() != "limiterd_decisions_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "rule" {
-					rules[lp.GetValue()] = true
-				}
-			}
-		}
 	}
 	if len(rules) != 2 || !rules[""] || !rules["default"] {
 		t.Errorf("rule label values %v, want exactly \"\" and \"default\"", rules)
