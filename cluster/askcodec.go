@@ -86,6 +86,8 @@ type releaseMsg struct {
 type Answer struct {
 	From string
 	ID   uint64
+	// SentMs is when the coordinator sent it, unix ms on its clock.
+	SentMs int64
 	// Decided is false when the coordinator could not decide the ask (its
 	// rules lack a limit of it): the asker decides alone at once.
 	Decided bool
@@ -221,7 +223,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	case m.Status != answerDecided && m.Status != answerUnable:
 		return Answer{}, fmt.Errorf("%w: answer status %d", ErrMalformed, m.Status)
 	}
-	a := Answer{From: m.From, ID: m.ID, Decided: m.Status == answerDecided, Allowed: m.Allowed && m.Status == answerDecided}
+	a := Answer{From: m.From, ID: m.ID, SentMs: m.SentMs, Decided: m.Status == answerDecided, Allowed: m.Allowed && m.Status == answerDecided}
 	for i := range n {
 		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Pending[i] < 0 || m.Pending[i] > m.Counts[i] || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
 			return Answer{}, fmt.Errorf("%w: negative figure in an answer", ErrMalformed)

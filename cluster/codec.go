@@ -246,3 +246,27 @@ func (m *message) entries(dst []counter.Entry) []counter.Entry {
 	}
 	return dst
 }
+
+// onlyFrom reports whether every group's origin is a or b.
+func (m *message) onlyFrom(a, b string) bool {
+	for _, g := range m.Groups {
+		if g.Origin != a && g.Origin != b {
+			return false
+		}
+	}
+	return true
+}
+
+// dropOthers removes the groups whose origin is neither a nor b and
+// returns how many entries they held.
+func (m *message) dropOthers(a, b string) int {
+	n := 0
+	m.Groups = slices.DeleteFunc(m.Groups, func(g group) bool {
+		if g.Origin != a && g.Origin != b {
+			n += len(g.Keys)
+			return true
+		}
+		return false
+	})
+	return n
+}

@@ -63,8 +63,8 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
 	_, out, err := n.engine.Receive(time.Now(), b)
-	if errors.Is(err, ErrReplay) {
-		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed hello", "bytes", len(b), "err", err)
+	if errors.Is(err, ErrReplay) || errors.Is(err, ErrStale) {
+		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed or stale cluster message (a peer's clock far behind, or a captured message sent again)", "bytes", len(b), "err", err)
 		return
 	}
 	if errors.Is(err, ErrNotMember) {

@@ -22,6 +22,11 @@ var ErrInvalidConfig = errors.New("cluster: invalid config")
 // already or that is stale (deciding it again would grant it twice).
 var ErrReplay = errors.New("cluster: replayed message")
 
+// ErrStale is returned by Receive for a message sent (on its sender's
+// clock) more than EngineConfig.MaxMessageAge before it arrived: a replay
+// of a captured message, or a peer whose clock is that far behind.
+var ErrStale = errors.New("cluster: stale message")
+
 // ErrNotMember is returned by Receive for a message whose sender is not an
 // up member (PeerUp without PeerDown since): it is dropped before any work.
 var ErrNotMember = errors.New("cluster: sender is not a member")
@@ -47,6 +52,18 @@ type EngineConfig struct {
 	// sent to one peer, so that a flapping peer cannot cause a storm of
 	// full transfers. Default 10s.
 	RejoinInterval time.Duration
+	// MaxStateSends caps the full-state messages (catch-ups and hello
+	// replies, which cost far more than the message that asked for them)
+	// sent to all peers together per RejoinInterval; each peer gets at most
+	// one per RejoinInterval anyway. A state owed past either limit (a
+	// hello from a new process, or a catch-up refused by this cap) is sent
+	// by the first Tick that may. Default 16.
+	MaxStateSends int
+	// MaxMessageAge is the oldest a message may be, its send time on the
+	// sender's clock against ours, before it is dropped as stale (ErrStale):
+	// the clock offset tolerated plus delivery. A replayed message older
+	// than that does nothing. Default 10s.
+	MaxMessageAge time.Duration
 	// SilenceThreshold is how long a peer may stay silent before the
 	// engine treats it as having been cut off: its next message brings it
 	// a catch-up, and Suspect reports it meanwhile. Zero: three
@@ -92,6 +109,8 @@ func DefaultEngineConfig(self string) EngineConfig {
 		Self:                self,
 		AntiEntropyInterval: time.Second,
 		RejoinInterval:      10 * time.Second,
+		MaxStateSends:       16,
+		MaxMessageAge:       askMemory,
 		DatagramBytes:       datagramBytes("", false),
 		StreamBytes:         streamMessageBytes,
 		Limits:              DefaultDecodeLimits(),
@@ -112,6 +131,12 @@ func (c EngineConfig) Validate() error {
 	}
 	if c.RejoinInterval <= 0 {
 		bad("RejoinInterval must be positive, got %v", c.RejoinInterval)
+	}
+	if c.MaxStateSends < 1 {
+		bad("MaxStateSends must be at least 1, got %d", c.MaxStateSends)
+	}
+	if c.MaxMessageAge <= 0 || c.MaxMessageAge > askMemory {
+		bad("MaxMessageAge must be positive and at most %v, got %v", askMemory, c.MaxMessageAge)
 	}
 	if c.SilenceThreshold < 0 {
 		bad("SilenceThreshold must not be negative, got %v", c.SilenceThreshold)
@@ -210,13 +235,17 @@ type EngineStats struct {
 	MessagesReceived, BytesReceived atomic.Uint64
 	DecodeErrors                    atomic.Uint64
 	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged
+	EntriesRefused                  atomic.Uint64 // forged: another node's slices, or more than a window holds
 	DeltaMessages                   atomic.Uint64 // delta messages Tick encoded, once however many peers get them
 	CatchUps                        atomic.Uint64 // catch-ups sent, on PeerUp or after silence
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
+	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
 	Releases                        atomic.Uint64 // releases received
 	NotMember                       atomic.Uint64 // messages dropped: the sender is no member
-	Replays                         atomic.Uint64 // hellos and asks dropped as replays (asks also when stale)
+	Replays                         atomic.Uint64 // hellos and asks dropped as replays
+	Stale                           atomic.Uint64 // messages dropped as older than MaxMessageAge
+	StatesDeferred                  atomic.Uint64 // catch-ups and hello replies held back by a rate limit, sent by a later Tick
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
@@ -229,6 +258,9 @@ type peer struct {
 	lastHelloMs int64            // send time of the last hello answered (the sender's clock)
 	caughtUp    bool             // lastCatchUp is set
 	lastCatchUp time.Time        // when it was last sent a catch-up
+	replied     bool             // lastReply is set
+	lastReply   time.Time        // when a hello of its was last answered
+	stateDue    bool             // owed a full state that a rate limit held back (Tick sends it)
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or
@@ -251,6 +283,8 @@ type Engine struct {
 	peers    map[string]*peer
 	selfHash uint64 // fnv64 of Self, for Coordinator
 	nodes    int    // up peers plus one, as last given to the counter
+	states   tokens // the MaxStateSends bucket
+	owed     int    // peers with stateDue
 
 	Stats EngineStats
 }
@@ -374,7 +408,11 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 		return nil, err
 	}
 	e.Stats.DeltaMessages.Add(uint64(len(msgs)))
-	out := e.broadcast(nil, peers, PurposeDelta, msgs)
+	out, err := e.owedStates(now)
+	if err != nil {
+		return out, err
+	}
+	out = e.broadcast(out, peers, PurposeDelta, msgs)
 	if !ae {
 		return out, nil
 	}
@@ -438,7 +476,7 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 	}
 	defer e.pool.Put(w)
 	from = m.From
-	catchUp := false
+	catchUp, reply := false, false
 	if from != e.cfg.Self {
 		quiet := e.SilenceThreshold()
 		if !e.member(from) {
@@ -446,6 +484,12 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 			// costs no merge, no reply and no memory (its name is not kept).
 			e.Stats.NotMember.Add(1)
 			return from, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
+		}
+		if age := now.UnixMilli() - m.SentMs; age > e.cfg.MaxMessageAge.Milliseconds() {
+			// A captured message replayed, or a peer whose clock is far
+			// behind: either way nothing it says can be placed in time.
+			e.Stats.Stale.Add(1)
+			return from, nil, fmt.Errorf("%w: a %q message from %.64q sent %d ms ago (at most %v)", ErrStale, kind, from, age, e.cfg.MaxMessageAge)
 		}
 		e.mu.Lock()
 		p := e.peer(from)
@@ -461,11 +505,18 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 			// With a gossip key nobody can make a new one.
 			replay = true
 		case kind == kindHello:
-			// A new process: if the reply cannot reach it (not a member
-			// here yet), its PeerUp must not find the catch-up rate limit
-			// spent.
+			// A new process, which has had no catch-up yet. Answered now
+			// if it is up here (else its PeerUp, which gives the transport
+			// a way to reach it, sends it the same state) and the rate
+			// limits allow; otherwise the state is owed, and a later Tick
+			// sends it.
 			p.helloSet, p.lastHelloMs = true, m.SentMs
 			p.caughtUp = false
+			if p.Up {
+				reply = e.mayReply(p, now)
+			} else {
+				e.owe(p)
+			}
 		case p.Up && !prev.IsZero() && now.Sub(prev) > quiet:
 			catchUp = e.mayCatchUp(p, now)
 		}
@@ -476,17 +527,27 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		}
 	}
 	if kind == kindHello {
-		reply, err := e.StateFor(now, from)
-		if err != nil || len(reply) == 0 {
+		if !reply {
+			return from, nil, nil
+		}
+		msgs, err := e.StateFor(now, from)
+		if err != nil || len(msgs) == 0 {
 			return from, nil, err
 		}
-		return from, []Outbound{{To: from, Purpose: PurposeReply, Msgs: reply, Reliable: true}}, nil
+		return from, []Outbound{{To: from, Purpose: PurposeReply, Msgs: msgs, Reliable: true}}, nil
+	}
+	if from != e.cfg.Self && !m.onlyFrom(from, e.cfg.Self) {
+		// A node sends its own slices and, in a catch-up, the receiver's:
+		// a slice of a third node's in its message is forged.
+		n := m.dropOthers(from, e.cfg.Self)
+		e.Stats.EntriesRefused.Add(uint64(n))
 	}
 	w.entries = m.entries(w.entries[:0])
 	ms := e.c.Merge(now, w.entries)
 	clear(w.entries) // drop key references while w waits in the pool
 	e.Stats.EntriesMerged.Add(uint64(ms.Merged))
 	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
+	e.Stats.EntriesRefused.Add(uint64(ms.Refused))
 	if !catchUp {
 		return from, nil, nil
 	}
@@ -513,14 +574,86 @@ func (e *Engine) peer(name string) *peer {
 // records it. Under e.mu. A peer that flaps (falsely declared dead, back a
 // moment later) must not cost a full state transfer each time: within
 // RejoinInterval of its last catch-up it missed at most that long of
-// deltas, and anti-entropy re-sends the keys near their limit anyway.
+// deltas, and anti-entropy re-sends the keys near their limit anyway. A
+// catch-up refused only by the total limit (MaxStateSends) is owed.
 func (e *Engine) mayCatchUp(p *peer, now time.Time) bool {
 	if p.caughtUp && now.Sub(p.lastCatchUp) < e.cfg.RejoinInterval {
 		return false
 	}
+	if !e.takeState(now) {
+		e.owe(p)
+		return false
+	}
 	p.caughtUp, p.lastCatchUp = true, now
+	e.paid(p)
 	e.Stats.CatchUps.Add(1)
 	return true
+}
+
+// mayReply reports whether p's new process may have its hello answered at
+// now, and if so records it; if not, the state is owed. Under e.mu. A
+// process that really started gets its state within a RejoinInterval
+// whatever the limits; a flood of forged hellos naming a real member
+// (without a gossip key anyone can make one) costs one full state per
+// peer per RejoinInterval, and MaxStateSends per RejoinInterval in all.
+func (e *Engine) mayReply(p *peer, now time.Time) bool {
+	if p.replied && now.Sub(p.lastReply) < e.cfg.RejoinInterval || !e.takeState(now) {
+		e.owe(p)
+		return false
+	}
+	p.replied, p.lastReply = true, now
+	e.paid(p)
+	e.Stats.Replies.Add(1)
+	return true
+}
+
+// takeState takes one full-state send from the MaxStateSends bucket. Under e.mu.
+func (e *Engine) takeState(now time.Time) bool {
+	return e.states.take(now, float64(e.cfg.MaxStateSends), e.cfg.RejoinInterval)
+}
+
+// owe records that p is owed a full state. Under e.mu.
+func (e *Engine) owe(p *peer) {
+	if !p.stateDue {
+		p.stateDue = true
+		e.owed++
+		e.Stats.StatesDeferred.Add(1)
+	}
+}
+
+// paid records that p was sent a full state. Under e.mu.
+func (e *Engine) paid(p *peer) {
+	if p.stateDue {
+		p.stateDue = false
+		e.owed--
+	}
+}
+
+// owedStates returns the full states owed to up peers that the rate
+// limits now allow, for Tick. Its cost is one check when none is owed.
+func (e *Engine) owedStates(now time.Time) ([]Outbound, error) {
+	e.mu.Lock()
+	var due []string
+	if e.owed > 0 {
+		for name, p := range e.peers {
+			if p.stateDue && p.Up && e.mayReply(p, now) {
+				due = append(due, name)
+			}
+		}
+	}
+	e.mu.Unlock()
+	slices.Sort(due)
+	var out []Outbound
+	for _, name := range due {
+		msgs, err := e.StateFor(now, name)
+		if err != nil {
+			return out, err
+		}
+		if len(msgs) > 0 {
+			out = append(out, Outbound{To: name, Purpose: PurposeReply, Msgs: msgs, Reliable: true})
+		}
+	}
+	return out, nil
 }
 
 // PeerUp records that name joined, came back, or was seen joining again
@@ -591,6 +724,9 @@ func (e *Engine) Forget(name string) {
 	e.mu.Lock()
 	p := e.peers[name]
 	changed := p != nil && p.Up
+	if p != nil {
+		e.paid(p) // nothing is owed to a peer that left for good
+	}
 	delete(e.peers, name)
 	nodes := e.recount()
 	e.mu.Unlock()

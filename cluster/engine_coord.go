@@ -41,21 +41,24 @@ func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]b
 	return encodeRelease(e.h, e.cfg.Self, now, id, ask)
 }
 
-// askMemory is how long an ask's id is remembered against replays; an ask
-// sent longer ago than that (on its sender's clock, against ours) is stale:
-// no check waits for it, since the deadline is at most a second, and the
-// margin covers clock offsets far above the 100 ms alert.
+// askMemory is how long an ask's id is remembered against replays, and so
+// the most EngineConfig.MaxMessageAge may be: an ask sent longer ago than
+// MaxMessageAge (on its sender's clock, against ours) is stale, and one
+// sent more recently is remembered for as long as it can be fresh. No
+// check waits that long for an answer (the deadline is at most a second);
+// the margin covers clock offsets far above the 100 ms alert.
 const askMemory = 10 * time.Second
 
 // maxAskIDs bounds the ids remembered per asker; past it the oldest go.
 const maxAskIDs = 4096
 
-// freshAsk reports whether an ask (from, id) sent at sentMs is neither
-// stale nor one decided already, and remembers it.
+// freshAsk reports whether an ask (from, id) sent at sentMs is one not
+// decided already, and remembers it. The caller has checked that it is not
+// stale (fresh).
 func (e *Engine) freshAsk(now time.Time, from string, id uint64, sentMs int64) bool {
 	nowMs := now.UnixMilli()
-	if d := nowMs - sentMs; d > askMemory.Milliseconds() || d < -askMemory.Milliseconds() {
-		return false
+	if sentMs < nowMs-askMemory.Milliseconds() || sentMs > nowMs+askMemory.Milliseconds() {
+		return false // its id could have been forgotten already
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -82,6 +85,21 @@ func (e *Engine) member(name string) bool {
 	return e.cfg.Members == nil || e.cfg.Members(name)
 }
 
+// heard checks a coordination message from another node before any work:
+// its sender must be a member and it must not be stale. It counts what it
+// drops.
+func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) error {
+	if !e.member(from) {
+		e.Stats.NotMember.Add(1)
+		return fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
+	}
+	if age := now.UnixMilli() - sentMs; age > e.cfg.MaxMessageAge.Milliseconds() {
+		e.Stats.Stale.Add(1)
+		return fmt.Errorf("%w: a %q message from %.64q sent %d ms ago (at most %v)", ErrStale, kind, from, age, e.cfg.MaxMessageAge)
+	}
+	return nil
+}
+
 // isCoordKind reports whether a message is an ask, answer or release.
 func isCoordKind(b []byte) bool {
 	return len(b) > 0 && (b[0] == kindAsk || b[0] == kindAnswer || b[0] == kindRelease)
@@ -101,9 +119,8 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 		if from == e.cfg.Self {
 			return from, nil, nil
 		}
-		if !e.member(from) {
-			e.Stats.NotMember.Add(1)
-			return from, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
+		if err := e.heard(now, kindAsk, from, sentMs); err != nil {
+			return from, nil, err
 		}
 		if !e.freshAsk(now, from, id, sentMs) {
 			// Deciding an ask twice would grant it twice: a grant nobody
@@ -129,6 +146,12 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 			e.Stats.DecodeErrors.Add(1)
 			return "", nil, err
 		}
+		if a.From == e.cfg.Self {
+			return a.From, nil, nil
+		}
+		if err := e.heard(now, kindAnswer, a.From, a.SentMs); err != nil {
+			return a.From, nil, err
+		}
 		if e.cfg.OnAnswer != nil {
 			e.cfg.OnAnswer(a)
 		}
@@ -139,9 +162,11 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 			e.Stats.DecodeErrors.Add(1)
 			return "", nil, err
 		}
-		if !e.member(m.From) {
-			e.Stats.NotMember.Add(1)
-			return m.From, nil, fmt.Errorf("%w: %.64q is no member here", ErrNotMember, m.From)
+		if m.From == e.cfg.Self {
+			return m.From, nil, nil
+		}
+		if err := e.heard(now, kindRelease, m.From, m.SentMs); err != nil {
+			return m.From, nil, err
 		}
 		e.Stats.Releases.Add(1)
 		e.c.Release(now, m.From, m.ID, m.Key, m.Limits)

@@ -118,9 +118,12 @@ func TestCoordinatorFollowsMembership(t *testing.T) {
 }
 
 // TestReplayedHelloIsAnsweredOnce: a hello costs a full state reply, so
-// one captured and replayed (issue 9, finding 1: 197 replays made a node
-// send 365 MB) is answered once; a later hello, from a restarted process,
-// is answered again.
+// one captured and replayed (issue 9, finding 1: 197 replays in 10 s made
+// a node send 365 MB) is answered once. A new process's hello is answered
+// at most once per RejoinInterval per peer: b greeted a at 0 already, so
+// the hello of b's next process (at 100) is owed and sent by a's first
+// tick after 10 s; forged new hellos naming b (finding 2: anyone without
+// the key can make one) cost no more.
 func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 	a, b := newTestNode(t, "a", 2), newTestNode(t, "b", 2)
 	up(t, 0, a, b)
@@ -130,22 +133,87 @@ func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	replies := 0
-	for i := range 200 {
-		_, out, err := a.e.Receive(at(200+int64(i)), hello[0])
-		switch {
-		case err == nil && len(out) > 0:
-			replies++
-		case err != nil && !errors.Is(err, ErrReplay):
-			t.Fatal(err)
+	count := func(out []Outbound) {
+		for _, o := range out {
+			if o.To == "b" && (o.Purpose == PurposeReply || o.Purpose == PurposeCatchUp) {
+				replies++
+			}
 		}
 	}
-	if replies != 1 || a.e.Stats.Replays.Load() != 199 {
-		t.Fatalf("%d replies, %d replays counted; want 1 and 199", replies, a.e.Stats.Replays.Load())
+	for i := range 200 {
+		_, out, err := a.e.Receive(at(200+int64(i)), hello[0])
+		if err != nil && !errors.Is(err, ErrReplay) {
+			t.Fatal(err)
+		}
+		count(out)
 	}
-	// A restarted b greets later: answered.
-	later, _ := b.e.encode(kindHello, at(5000), nil, 0)
-	if _, out, err := a.e.Receive(at(5001), later[0]); err != nil || len(out) == 0 {
-		t.Fatalf("a later hello: %v, %d outbound", err, len(out))
+	if a.e.Stats.Replays.Load() != 199 {
+		t.Fatalf("%d replays counted; want 199", a.e.Stats.Replays.Load())
+	}
+	// Forged hellos of ever newer "processes", one every 50 ms for 20 s,
+	// with the ticks of those 20 s.
+	for ms := int64(500); ms < 20_500; ms += 50 {
+		forged, _ := b.e.encode(kindHello, at(ms), nil, 0)
+		_, out, err := a.e.Receive(at(ms), forged[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		count(out)
+		if ms%200 == 0 {
+			out, err := a.e.Tick(at(ms))
+			if err != nil {
+				t.Fatal(err)
+			}
+			count(out)
+		}
+	}
+	// At 0 (up) and then one per RejoinInterval: 10 s and 20 s.
+	if replies != 2 {
+		t.Fatalf("%d full states sent to b in 20 s of hellos; want 2 (one per 10 s)", replies)
+	}
+	if a.e.Stats.StatesDeferred.Load() == 0 {
+		t.Fatal("no reply counted as deferred")
+	}
+}
+
+// TestStateSendsAreCappedInTotal: past MaxStateSends full states per
+// RejoinInterval over all peers, further ones are owed, and sent by later
+// ticks as the bucket refills; none is lost.
+func TestStateSendsAreCappedInTotal(t *testing.T) {
+	a := newTestNodeWith(t, "a", 6, 600, func(cfg *EngineConfig) { cfg.MaxStateSends = 2 })
+	a.hit(t, 0, "k", 5)
+	got := map[string]int{}
+	count := func(out []Outbound) {
+		for _, o := range out {
+			if o.Purpose == PurposeReply || o.Purpose == PurposeCatchUp {
+				got[o.To]++
+			}
+		}
+	}
+	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		out, err := a.e.PeerUp(at(1), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count(out)
+	}
+	if len(got) != 2 {
+		t.Fatalf("states to %v at once; want 2 (MaxStateSends)", got)
+	}
+	for ms := int64(200); ms <= 20_000; ms += 200 {
+		out, err := a.e.Tick(at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		count(out)
+	}
+	if len(got) != 5 {
+		t.Fatalf("states to %v after 20 s (2 per 10 s); want one to each of the 5 peers", got)
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Fatalf("%d states to %s, want 1", n, p)
+		}
 	}
 }
 
@@ -178,7 +246,7 @@ func TestReplayedAskIsDecidedOnce(t *testing.T) {
 	}
 	// Sent 11 s ago: stale.
 	old, _ := a.e.AskMessage(at(0), 8, &ask)
-	if _, _, err := k.e.Receive(at(11_000), old); !errors.Is(err, ErrReplay) {
-		t.Fatalf("a stale ask: %v, want ErrReplay", err)
+	if _, _, err := k.e.Receive(at(11_000), old); !errors.Is(err, ErrStale) {
+		t.Fatalf("a stale ask: %v, want ErrStale", err)
 	}
 }

@@ -181,6 +181,10 @@ type nodeOpts struct {
 	sync   time.Duration            // the counter's sync interval, testSyncInterval if 0
 	// coordinated turns the coordinator on (counter.ClusterConfig.Coordinated).
 	coordinated bool
+	// wrap, if set, wraps the node's transport (after nw's filter).
+	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
+	// engine, if set, edits the engine's configuration.
+	engine func(*EngineConfig)
 }
 
 // testSyncInterval is the tests' sync interval, set on the counter.
@@ -232,10 +236,16 @@ func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 			o.tune(mc)
 		}
 	}}
-	if o.nw != nil {
-		h.wrap = func(nt *transport) memberlist.NodeAwareTransport {
-			return &filterTransport{NodeAwareTransport: nt, self: fmt.Sprintf("127.0.0.1:%d", nt.Port()), nw: o.nw}
+	h.engine = o.engine
+	h.wrap = func(nt *transport) memberlist.NodeAwareTransport {
+		var t memberlist.NodeAwareTransport = nt
+		if o.nw != nil {
+			t = &filterTransport{NodeAwareTransport: nt, self: fmt.Sprintf("127.0.0.1:%d", nt.Port()), nw: o.nw}
 		}
+		if o.wrap != nil {
+			t = o.wrap(t)
+		}
+		return t
 	}
 	tn.n, err = newNode(cfg, c, tn.reg, testLogger().With("test", t.Name()), h)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, notMember, replays, dropped, entries, lag, offset *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, notMember, replays, stale, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -38,13 +38,22 @@ func newCollector(n *Node) *collector {
 			"Cluster messages dropped before any work because their sender is not a member (forged, or from another cluster without a gossip key).",
 			nil, nil),
 		replays: prometheus.NewDesc("limiterd_sync_replayed_messages_total",
-			"Hellos dropped because one sent as late or later was answered already: replays of a captured message (each would cost a full state reply).",
+			"Hellos and coordinator asks dropped as replays of a captured message: a hello sent no later than one answered already (each would cost a full state reply), an ask decided already (each would be granted again).",
+			nil, nil),
+		stale: prometheus.NewDesc("limiterd_sync_stale_messages_total",
+			"Cluster messages dropped because they were sent (on the sender's clock) more than 10 s before they arrived: replays of captured messages, or a peer whose clock is that far behind (see limiterd_cluster_clock_offset_seconds).",
+			nil, nil),
+		deferred: prometheus.NewDesc("limiterd_sync_deferred_states_total",
+			"Full-state transfers (catch-ups, hello replies) held back by their rate limits (one per peer per rejoin interval, 16 in all) and sent later: many mean flapping peers or forged hellos.",
+			nil, nil),
+		refused: prometheus.NewDesc("limiterd_cluster_streams_refused_total",
+			"Inbound cluster streams closed unread: a header claiming more than the decode limit, none within 5 s, or more streams open or being read than allowed.",
 			nil, nil),
 		dropped: prometheus.NewDesc("limiterd_sync_dropped_messages_total",
 			"Sync messages not sent: the peer's queue was full or the send failed.",
 			nil, nil),
 		entries: prometheus.NewDesc("limiterd_sync_entries_total",
-			"Received slice entries by result: merged (raised a count) or ignored (already known, expired, unknown limit, or no room).",
+			"Received slice entries by result: merged (raised a count), ignored (already known, expired, unknown limit, or no room) or refused (forged: a third node's slices, or more slices of a key than its origin's window can hold).",
 			[]string{"result"}, nil),
 		lag: prometheus.NewDesc("limiterd_sync_merge_lag_seconds",
 			"Age of the last sync message from each live peer: a peer whose lag exceeds a few sync intervals is not being heard.",
@@ -57,7 +66,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.dropped, c.entries, c.lag, c.offset} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset} {
 		ch <- d
 	}
 }
@@ -90,7 +99,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.decodeErrors, s.DecodeErrors.Load())
 	counter(c.notMember, s.NotMember.Load())
 	counter(c.replays, s.Replays.Load())
+	counter(c.stale, s.Stale.Load())
+	counter(c.deferred, s.StatesDeferred.Load())
+	counter(c.refused, n.transport.refused.Load())
 	counter(c.dropped, n.dropped.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
+	counter(c.entries, s.EntriesRefused.Load(), "refused")
 }

@@ -57,8 +57,9 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
-	asks    asks                // checks at the margin waiting for their coordinator (coordinate.go)
-	keyring *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
+	asks      asks                // checks at the margin waiting for their coordinator (coordinate.go)
+	keyring   *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
+	transport *transport          // memberlist's, for its counts
 
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog
@@ -77,8 +78,9 @@ type member struct {
 
 // hooks let tests tune memberlist and wrap its transport.
 type hooks struct {
-	tune func(*memberlist.Config)
-	wrap func(*transport) memberlist.NodeAwareTransport
+	tune   func(*memberlist.Config)
+	wrap   func(*transport) memberlist.NodeAwareTransport
+	engine func(*EngineConfig)
 }
 
 // New checks cfg, binds the memberlist listeners (so a taken port is an
@@ -119,6 +121,9 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	ec.OnNodesChanged = n.nodesChanged
 	ec.OnAnswer = n.asks.deliver
 	ec.Members = n.isMember
+	if h.engine != nil {
+		h.engine(&ec)
+	}
 	var err error
 	if n.engine, err = NewEngine(c, ec); err != nil {
 		return nil, err
@@ -197,6 +202,7 @@ func (n *Node) memberlistConfig(h hooks) (*memberlist.Config, error) {
 	}
 	mc.BindPort = t.Port() // the port bound when BindAddr asked for 0
 	mc.Transport = t
+	n.transport = t
 	if h.wrap != nil {
 		mc.Transport = h.wrap(t)
 	}

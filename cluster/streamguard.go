@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -37,7 +38,8 @@ var errStreamRefused = errors.New("cluster: inbound stream refused")
 // connection that replays it to memberlist, or an error wrapping
 // errStreamRefused when the header claims more than the limits allow. A
 // header it cannot parse is left to memberlist, which then refuses it.
-func guardStream(conn net.Conn, cfg streamGuardConfig) (net.Conn, error) {
+// The returned connection calls done once when it is closed.
+func guardStream(conn net.Conn, cfg streamGuardConfig, done func()) (net.Conn, error) {
 	if err := conn.SetReadDeadline(time.Now().Add(cfg.timeout)); err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func guardStream(conn net.Conn, cfg streamGuardConfig) (net.Conn, error) {
 	// memberlist sets deadlines of its own; a connection the peer closed
 	// already may refuse this one, and then fails memberlist's reads.
 	_ = conn.SetReadDeadline(time.Time{})
-	return &guardedConn{Conn: conn, r: br}, nil
+	return &guardedConn{Conn: conn, r: br, done: done}, nil
 }
 
 // decodeHeader decodes a msgpack header from the up to n bytes after off
@@ -95,7 +97,18 @@ func decodeHeader(br *bufio.Reader, off, n int, v any) bool {
 // reads go through its buffer.
 type guardedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r    *bufio.Reader
+	done func() // called once, at the first Close
+	once sync.Once
 }
 
 func (c *guardedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// Close closes the connection and, the first time, calls done.
+func (c *guardedConn) Close() error {
+	err := c.Conn.Close()
+	if c.done != nil {
+		c.once.Do(c.done)
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func guardPipe(in []byte) (net.Conn, error) {
 		_, _ = a.Write(in)
 		_ = a.Close()
 	}()
-	return guardStream(b, streamGuardConfig{maxMessageBytes: 1 << 20, maxNodes: 4096, timeout: time.Second})
+	return guardStream(b, streamGuardConfig{maxMessageBytes: 1 << 20, maxNodes: 4096, timeout: time.Second}, nil)
 }
 
 // TestGuardStream: a user message or push/pull whose header claims more
@@ -121,4 +122,69 @@ func FuzzGuardStream(f *testing.F) {
 			t.Fatalf("replayed %q, want %q", got, in)
 		}
 	})
+}
+
+// TestTransportCapsOpenStreams: at most maxInboundStreams inbound streams
+// are open at once; past that a new one is closed unread, and a stream
+// memberlist closes makes room again. So a flood of connections holds a
+// bounded number of goroutines and descriptors.
+func TestTransportCapsOpenStreams(t *testing.T) {
+	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tr.Port()))
+	open := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write([]byte{0}); err != nil { // a ping's type byte: a header the guard lets through
+			t.Fatal(err)
+		}
+		return c
+	}
+	accepted := func() net.Conn {
+		select {
+		case s := <-tr.StreamCh():
+			return s
+		case <-time.After(5 * time.Second):
+			return nil
+		}
+	}
+	var held []net.Conn
+	for i := range maxInboundStreams {
+		open()
+		s := accepted()
+		if s == nil {
+			t.Fatalf("stream %d not accepted", i)
+		}
+		held = append(held, s)
+	}
+	over := open()
+	_ = over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("stream %d: read %v, want it closed unread", maxInboundStreams+1, err)
+	}
+	if n := tr.refused.Load(); n != 1 {
+		t.Fatalf("%d streams refused, want 1", n)
+	}
+	// memberlist is done with one: room for the next.
+	_ = held[0].Close()
+	_ = held[0].Close() // closing twice frees one place, not two
+	open()
+	if accepted() == nil {
+		t.Fatal("no stream accepted after one closed")
+	}
+	over = open()
+	_ = over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read %v, want the stream past the cap closed", err)
+	}
+	for _, s := range held[1:] {
+		_ = s.Close()
+	}
 }

@@ -36,6 +36,7 @@ type transport struct {
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	guards   chan struct{}     // one token a stream whose header is being read
+	streams  chan struct{}     // one token an inbound stream open, header read or not
 	guard    streamGuardConfig // what an inbound stream's header may claim
 	refused  atomic.Uint64     // inbound streams closed unread
 	logger   *log.Logger
@@ -94,6 +95,7 @@ func listen(ip net.IP, port int, logger *log.Logger) (*transport, error) {
 		packetCh: make(chan *memberlist.Packet),
 		streamCh: make(chan net.Conn),
 		guards:   make(chan struct{}, maxGuardedStreams),
+		streams:  make(chan struct{}, maxInboundStreams),
 		guard:    streamGuardConfig{maxMessageBytes: DefaultDecodeLimits().MaxMessageBytes, maxNodes: 1 << 12, timeout: 5 * time.Second},
 		done:     make(chan struct{}),
 	}, nil
@@ -219,32 +221,43 @@ func (t *transport) acceptStreams() {
 			continue
 		}
 		delay = 0
-		// The header is read before memberlist sees the stream (it would
-		// allocate what the header claims first), on a goroutine of its
-		// own so that a slow sender holds up no other, and at most
-		// maxGuardedStreams at once: past that, streams are closed.
+		// At most maxInboundStreams are open at once (each holds a
+		// goroutine of memberlist's and a file descriptor until it is
+		// done), and their header is read before memberlist sees them (it
+		// would allocate what the header claims first), on a goroutine of
+		// its own so that a slow sender holds up no other, at most
+		// maxGuardedStreams at once. Past either, streams are closed.
+		select {
+		case t.streams <- struct{}{}:
+		default:
+			t.refused.Add(1)
+			_ = conn.Close()
+			continue
+		}
 		select {
 		case t.guards <- struct{}{}:
 		default:
 			t.refused.Add(1)
 			_ = conn.Close()
+			<-t.streams
 			continue
 		}
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			defer func() { <-t.guards }()
-			g, err := guardStream(conn, t.guard)
+			g, err := guardStream(conn, t.guard, func() { <-t.streams })
 			if err != nil {
 				t.refused.Add(1)
 				t.logger.Printf("[WARN] cluster: closing an inbound stream from %s: %v", conn.RemoteAddr(), err)
 				_ = conn.Close()
+				<-t.streams
 				return
 			}
 			select {
 			case t.streamCh <- g:
 			case <-t.done:
-				_ = conn.Close()
+				_ = g.Close()
 			}
 		}()
 	}
@@ -252,3 +265,10 @@ func (t *transport) acceptStreams() {
 
 // maxGuardedStreams caps the inbound streams whose header is being read.
 const maxGuardedStreams = 64
+
+// maxInboundStreams caps the inbound streams open at once. A node opens a
+// stream per reliable message (catch-up chunks, hellos, memberlist's
+// push/pull), and closes it once sent; 256 is far above what a cluster of
+// dozens of nodes has open, and bounds the goroutines and descriptors a
+// flood of connections can hold.
+const maxInboundStreams = 256

@@ -37,6 +37,21 @@ type limitInfo struct {
 	max      int64 // the max of the latest registration
 }
 
+// perOrigin is the most slices of one (limit, key) an origin can have live
+// at once, with a wide margin: Merge refuses a peer's new slice past it.
+// An origin opens a slice at most once a millisecond, and its live slices
+// start within a window of now (Merge takes starts up to a window ahead
+// too: clocks differ), so at most 2 x window-in-ms; and a slice holds at
+// least one request, opened either a slice-length after the previous one
+// (at most slices+1 of those) or because the previous one's tail was full,
+// so at most the requests the origin admitted in its window: about max,
+// and below 4 x max even across restarts that forgot earlier slices
+// (each process admits at most max into its own view).
+func (li limitInfo) perOrigin() int {
+	slices := li.windowMs / li.sliceMs
+	return int(min(2*li.windowMs, slices+1+4*li.max))
+}
+
 // shard is one lock's worth of the key space. A key's tables for every limit
 // live in the same shard, so one lock makes a multi-limit check atomic.
 type shard struct {

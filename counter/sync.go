@@ -39,6 +39,11 @@ type MergeStats struct {
 	Expired   int // slice already out of the window (or more than a window ahead)
 	Unknown   int // limit not registered on this node
 	NoRoom    int // new key while the counter is at MaxKeys
+	// Refused: a new slice of an origin that already has as many slices of
+	// the key as a window can hold (more than it could have counted): a
+	// forged entry, dropped so that no message makes a key's slices grow
+	// without bound.
+	Refused int
 }
 
 // Merge adds peers' entries at now. An entry whose Origin is this node's own
@@ -86,7 +91,8 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 			ms.NoRoom++
 			continue
 		}
-		if st.merge(origin, e.Start, e.Count) {
+		changed, refused := st.merge(origin, e.Start, e.Count, lastInfo.perOrigin())
+		if changed {
 			ms.Merged++
 			if cs != nil && cs.isHot(st.count(), lastInfo.max) {
 				s.hot.mark(lastSlot, e.Key)
@@ -103,6 +109,8 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 					s.restored = append(s.restored, ref) // a key's slices come together: list it once
 				}
 			}
+		} else if refused {
+			ms.Refused++
 		} else {
 			ms.Unchanged++
 		}

@@ -236,3 +236,43 @@ func TestClusterTailShare(t *testing.T) {
 		t.Fatalf("SetNodes(0): %v", err)
 	}
 }
+
+// TestMergeBoundsSlicesPerOrigin: a forged message cannot make one key's
+// slices grow past what an origin's window can hold (issue 9, finding 5:
+// 58,500 forged entries for one key cost over a second of CPU, as every
+// merge scanned all of them), while an honest origin's slices, even one
+// request per millisecond up to the limit, are all merged.
+func TestMergeBoundsSlicesPerOrigin(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	for i := range int64(100) {
+		if !a.allow(t, 1000+i, "honest") {
+			t.Fatalf("request %d denied", i)
+		}
+	}
+	ms := b.c.Merge(at(1100), a.c.AppendChanges(nil, at(1100)))
+	if ms.Refused != 0 || ms.Unchanged != 0 {
+		t.Fatalf("an honest origin's 100 requests at distinct instants: %+v, want every slice merged", ms)
+	}
+	if got := b.count(t, 1100, "honest"); got != 100 {
+		t.Fatalf("b counts %d, want 100", got)
+	}
+
+	per := limitInfo{windowMs: 10_000, sliceMs: 1000, max: 100}.perOrigin()
+	const forged = 58_500
+	es := make([]Entry, forged)
+	for i := range es {
+		// Every start a window may hold, and more than once.
+		es[i] = Entry{Limit: b.lim.ID(), Key: "victim", Origin: "a", Start: at(2000 - 9_999 + int64(i%19_999)).UnixMilli(), Count: 1}
+	}
+	ms = b.c.Merge(at(2000), es)
+	if ms.Merged != per || ms.Refused+ms.Unchanged != forged-per {
+		t.Fatalf("%d forged entries: %+v, want %d merged and the rest refused or unchanged", forged, ms, per)
+	}
+	if got := b.count(t, 2000, "victim"); got != int64(per) {
+		t.Fatalf("victim counts %d, want %d (one per slice kept)", got, per)
+	}
+	// The cap is per origin: another origin's slices still merge.
+	if ms := b.c.Merge(at(2000), []Entry{{Limit: b.lim.ID(), Key: "victim", Origin: "c", Start: at(1999).UnixMilli(), Count: 3}}); ms.Merged != 1 {
+		t.Fatalf("another origin's slice: %+v, want merged", ms)
+	}
+}

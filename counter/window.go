@@ -1,6 +1,10 @@
 package counter
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // slice is one slice of one key's window: the requests an origin accepted
 // from its start instant until the next slice of that origin began.
@@ -188,20 +192,40 @@ func (s *state) insert(sl slice) {
 // merge records that origin counted n requests in its slice starting at
 // start, keeping the larger count if the slice is known: counts are
 // absolute, so a duplicate, late or re-sent message never adds twice.
-// It reports whether anything changed.
-func (s *state) merge(origin uint16, start int64, n uint32) bool {
+// It reports whether anything changed, and refused when the slice is new
+// but origin already has perOrigin slices here: more than its window can
+// hold (limitInfo.perOrigin), so the entry is forged, and a forged message
+// cannot make the key's slice list, and every later scan of it, grow.
+// Slices are kept in (start, origin) order, so the lookup is a binary
+// search, not a scan of every origin's slices.
+func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int) (changed, refused bool) {
 	off := s.offsetOf(start)
-	for i := range s.slices {
-		if sl := &s.slices[i]; sl.off == off && sl.origin == origin {
-			if n <= sl.n {
-				return false
-			}
+	i, found := slices.BinarySearchFunc(s.slices, slice{off: off, origin: origin}, func(a, b slice) int {
+		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.origin, b.origin))
+	})
+	if found {
+		if sl := &s.slices[i]; n > sl.n {
 			sl.n = n
-			return true
+			return true, false
+		}
+		return false, false
+	}
+	if len(s.slices) >= perOrigin && s.countOrigin(origin) >= perOrigin {
+		return false, true
+	}
+	s.slices = slices.Insert(s.slices, i, slice{off: off, n: n, origin: origin})
+	return true, false
+}
+
+// countOrigin returns how many slices origin has here.
+func (s *state) countOrigin(origin uint16) int {
+	k := 0
+	for _, sl := range s.slices {
+		if sl.origin == origin {
+			k++
 		}
 	}
-	s.insert(slice{off: off, n: n, origin: origin})
-	return true
+	return k
 }
 
 // retryAfter returns the shortest wait, in ms, after which count-dropped+hits
