@@ -150,3 +150,27 @@ func BenchmarkMemoryPerClient(b *testing.B) {
 		runtime.KeepAlive(c)
 	}
 }
+
+// BenchmarkMergeForgedKey is issue 9's finding 5: one message of 58,500
+// forged entries for one key (600 per minute), each a slice of its own.
+// Before the per-origin bound and the binary search, every entry scanned
+// all the key's slices so far (1 to 1.7 s a message, measured on a node).
+func BenchmarkMergeForgedKey(b *testing.B) {
+	c := newCounter(b, DefaultConfig())
+	cc := DefaultClusterConfig("self")
+	cc.Nodes = 2
+	if err := c.SetCluster(cc); err != nil {
+		b.Fatal(err)
+	}
+	l := mustLimit(b, c, "default", 600, time.Minute, 12)
+	es := make([]Entry, 58_500)
+	for i := 0; b.Loop(); i++ {
+		base := int64(i) * 200_000 // a fresh window each time
+		for j := range es {
+			es[j] = Entry{Limit: l.ID(), Key: "victim", Origin: "peer", Start: at(base + int64(j)).UnixMilli(), Count: 1}
+		}
+		if ms := c.Merge(at(base+58_500), es); ms.Expired != 0 {
+			b.Fatalf("%+v: the entries must be live", ms)
+		}
+	}
+}

@@ -61,6 +61,13 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		lastOK   bool
 		lastOrig string
 		origin   uint16
+		// The (limit, key, origin) last refused: a forged message's
+		// entries come together, and counting that origin's slices again
+		// for each of them would cost what the bound saves.
+		fullSet  bool
+		fullSlot uint16
+		fullKey  string
+		fullOrig uint16
 	)
 	for i := range entries {
 		e := &entries[i]
@@ -91,7 +98,11 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 			ms.NoRoom++
 			continue
 		}
-		changed, refused := st.merge(origin, e.Start, e.Count, lastInfo.perOrigin())
+		full := fullSet && fullSlot == lastSlot && fullOrig == origin && fullKey == e.Key
+		changed, refused := st.merge(origin, e.Start, e.Count, lastInfo.perOrigin(), full)
+		if refused && !full {
+			fullSet, fullSlot, fullKey, fullOrig = true, lastSlot, e.Key, origin
+		}
 		if changed {
 			ms.Merged++
 			if cs != nil && cs.isHot(st.count(), lastInfo.max) {

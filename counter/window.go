@@ -197,8 +197,10 @@ func (s *state) insert(sl slice) {
 // hold (limitInfo.perOrigin), so the entry is forged, and a forged message
 // cannot make the key's slice list, and every later scan of it, grow.
 // Slices are kept in (start, origin) order, so the lookup is a binary
-// search, not a scan of every origin's slices.
-func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int) (changed, refused bool) {
+// search, not a scan of every origin's slices. full says the caller knows
+// origin to be at perOrigin already (it was refused a moment ago), which
+// spares the count.
+func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int, full bool) (changed, refused bool) {
 	off := s.offsetOf(start)
 	i, found := slices.BinarySearchFunc(s.slices, slice{off: off, origin: origin}, func(a, b slice) int {
 		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.origin, b.origin))
@@ -210,7 +212,7 @@ func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int) (chan
 		}
 		return false, false
 	}
-	if len(s.slices) >= perOrigin && s.countOrigin(origin) >= perOrigin {
+	if full || len(s.slices) >= perOrigin && s.countOrigin(origin) >= perOrigin {
 		return false, true
 	}
 	s.slices = slices.Insert(s.slices, i, slice{off: off, n: n, origin: origin})
