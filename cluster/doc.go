@@ -54,7 +54,12 @@
 //     hot or a membership change brings a catch-up.)
 //   - Catch-ups to one peer, for whatever reason, are at most one per
 //     RejoinInterval, so a flapping peer cannot cause a storm of full
-//     transfers; a hello from it (a new process) lifts the limit.
+//     transfers; a hello from it (a new process) lifts that limit, and is
+//     itself answered at most once per RejoinInterval per peer. Full
+//     states to all peers together are at most MaxStateSends per
+//     RejoinInterval. A state that a new process is owed, or a catch-up
+//     held back by the total only, is not dropped: the first Tick the
+//     limits allow sends it.
 //   - PeerUp and PeerDown keep the set of up peers, give the counter the
 //     node count (counter.SetNodes) and report a change through
 //     EngineConfig.OnNodesChanged.
@@ -121,12 +126,21 @@
 // table (EngineConfig.Members) is dropped before it is merged or answered,
 // and nothing of its sender is kept, so forged sender names cost neither
 // work nor memory. Without a gossip key a sender can still take a real
-// member's name; with one it cannot send at all. A hello, which costs a
-// full state reply, is answered only if it was sent later than the last
-// one answered from that sender: a captured hello replayed is dropped
-// (limiterd_sync_replayed_messages_total). An ask is decided once: its id
-// is remembered for 10 s per asker, and an ask sent longer ago than that
-// is stale, so a replayed ask grants nothing a second time.
+// member's name; with one it cannot send at all. Then, before any work:
+//
+//   - A message sent more than MaxMessageAge (10 s) before it arrived, on
+//     its sender's clock, is stale and dropped (ErrStale); so are asks,
+//     answers and releases.
+//   - A hello, which costs a full state reply, is answered only if it was
+//     sent later than the last one answered from that sender: a captured
+//     hello replayed is dropped (ErrReplay). A forged new one costs what
+//     the rate limits above allow: one full state per peer per
+//     RejoinInterval.
+//   - An ask is decided once: its id is remembered for 10 s per asker.
+//   - A sync message carries its sender's slices and, in a catch-up, the
+//     receiver's own; a third node's are refused, and the counter refuses a
+//     slice of a key past what its origin's window can hold, so a forged
+//     message cannot make a key's slices grow.
 //
 // Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a

@@ -250,3 +250,31 @@ func TestReplayedAskIsDecidedOnce(t *testing.T) {
 		t.Fatalf("a stale ask: %v, want ErrStale", err)
 	}
 }
+
+// TestThirdNodesSlicesAreRefused: a member sends its own slices and, in a
+// catch-up, the receiver's; slices it names as a third node's are forged
+// (issue 9, finding 5: a datagram could name a real member as the origin)
+// and refused, counted, while the rest of the message merges.
+func TestThirdNodesSlicesAreRefused(t *testing.T) {
+	a, b, c := newTestNode(t, "a", 3), newTestNode(t, "b", 3), newTestNode(t, "c", 3)
+	up(t, 0, a, b, c)
+	lim := a.lim.ID()
+	es := []counter.Entry{
+		{Limit: lim, Key: "k", Origin: "b", Start: at(10).UnixMilli(), Count: 2}, // b's own
+		{Limit: lim, Key: "k", Origin: "a", Start: at(11).UnixMilli(), Count: 3}, // a's, sent back
+		{Limit: lim, Key: "k", Origin: "c", Start: at(12).UnixMilli(), Count: 500},
+	}
+	msgs, err := encodeEntries(newHandle(1024), kindState, "b", at(20).UnixMilli(), es, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.e.Receive(at(20), msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.count(t, 30, "k"); got != 5 {
+		t.Fatalf("a counts %d, want 5: b's 2 and its own 3, not the 500 b claims for c", got)
+	}
+	if n := a.e.Stats.EntriesRefused.Load(); n != 1 {
+		t.Fatalf("%d entries refused, want 1", n)
+	}
+}

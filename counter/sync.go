@@ -49,7 +49,10 @@ type MergeStats struct {
 // Merge adds peers' entries at now. An entry whose Origin is this node's own
 // name (sent back by a peer after a restart) restores a local slice, which
 // is then closed: new local requests start a new slice, so a restored
-// slice's unknown tail can never grow past the bound.
+// slice's unknown tail can never grow past the bound. A new slice of an
+// origin that already has as many slices of the key as its window can hold
+// is refused (MergeStats.Refused), so no message can grow a key without
+// bound.
 func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 	var ms MergeStats
 	nowMs := now.UnixMilli()
