@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/decision"
+	"github.com/limiterd/limiterd/ratelimitheader"
 )
 
 // Header slots of one /check response. The values share one []string
@@ -38,13 +39,13 @@ func (a *API) writeDecision(w http.ResponseWriter, st *checkState) {
 	hb := st.hdr[:0]
 	var policyEnd, rateEnd int
 	if rateFields {
-		hb = appendPolicyField(hb, ls)
+		hb = ratelimitheader.AppendPolicy(hb, ls)
 		policyEnd = len(hb)
-		hb = appendRateLimitField(hb, ls)
+		hb = ratelimitheader.AppendRateLimit(hb, ls)
 		rateEnd = len(hb)
 	}
 	if status == http.StatusTooManyRequests {
-		hb = appendRetryAfter(hb, d.RetryAfter)
+		hb = ratelimitheader.AppendRetryAfter(hb, d.RetryAfter)
 	}
 	st.hdr = hb
 	s := string(hb)
@@ -97,9 +98,9 @@ func appendDecisionJSON(b []byte, res *decision.Result) []byte {
 		if res.RuleDenied() {
 			wait = d.RetryAfter
 		}
-		b = strconv.AppendInt(b, ceilMillis(wait), 10)
+		b = strconv.AppendInt(b, ratelimitheader.CeilMillis(wait), 10)
 		b = append(b, `,"reset_ms":`...)
-		b = strconv.AppendInt(b, ceilMillis(l.Reset), 10)
+		b = strconv.AppendInt(b, ratelimitheader.CeilMillis(l.Reset), 10)
 	}
 	b = append(b, `,"rule":`...)
 	b = appendJSONString(b, d.Rule)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
+	"github.com/limiterd/limiterd/ratelimitheader"
 )
 
 // twoLimits is a rule "api" of 10/1s and 600/60s.
@@ -221,70 +222,16 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 func TestHeaderFields(t *testing.T) {
-	t.Run("ceilSeconds", func(t *testing.T) {
-		for _, tc := range []struct {
-			in   time.Duration
-			want int64
-		}{
-			{-time.Second, 0}, {0, 0}, {1, 1}, {time.Millisecond, 1}, {999 * time.Millisecond, 1},
-			{time.Second, 1}, {time.Second + 1, 2}, {60 * time.Second, 60}, {60*time.Second + time.Millisecond, 61},
-			{time.Duration(1<<63 - 1), 9223372037},
-		} {
-			if got := ceilSeconds(tc.in); got != tc.want {
-				t.Errorf("ceilSeconds(%v) = %d, want %d", tc.in, got, tc.want)
-			}
-		}
-	})
-	t.Run("ceilMillis", func(t *testing.T) {
-		for _, tc := range []struct {
-			in   time.Duration
-			want int64
-		}{
-			{-1, 0}, {0, 0}, {1, 1}, {time.Millisecond, 1}, {time.Millisecond + 1, 2}, {4200 * time.Millisecond, 4200},
-		} {
-			if got := ceilMillis(tc.in); got != tc.want {
-				t.Errorf("ceilMillis(%v) = %d, want %d", tc.in, got, tc.want)
-			}
-		}
-	})
-	t.Run("Retry-After", func(t *testing.T) {
-		for _, tc := range []struct {
-			in   time.Duration
-			want string
-		}{
-			{0, "1"}, {-time.Second, "1"}, {time.Millisecond, "1"}, {time.Second, "1"}, {1001 * time.Millisecond, "2"},
-			{59*time.Second + 1, "60"},
-		} {
-			if got := string(appendRetryAfter(nil, tc.in)); got != tc.want {
-				t.Errorf("Retry-After for %v = %q, want %q", tc.in, got, tc.want)
-			}
-		}
-	})
-	t.Run("sf-string", func(t *testing.T) {
-		for _, tc := range []struct{ in, want string }{
-			{"default", `"default"`},
-			{"", `""`},
-			{`a"b`, `"a\"b"`},
-			{`a\b`, `"a\\b"`},
-			{"a\r\nb", `"a??b"`},
-			{"é", `"??"`},
-			{"\x7f~ ", `"?~ "`},
-		} {
-			if got := string(appendSFString(nil, tc.in)); got != tc.want {
-				t.Errorf("sf-string of %q = %s, want %s", tc.in, got, tc.want)
-			}
-		}
-	})
 	t.Run("faulty N", func(t *testing.T) {
 		// A Checker reporting an impossible N must not crash the handler.
 		for _, n := range []int{-1, 0, 9, 1 << 30} {
 			res := decision.Result{Decision: allowed()}
 			res.Decision.N = n
-			b := appendRateLimitField(nil, res.Limits())
+			b := ratelimitheader.AppendRateLimit(nil, res.Limits())
 			if n <= 0 && len(b) != 0 {
 				t.Errorf("N=%d: %q, want empty", n, b)
 			}
-			appendPolicyField(nil, res.Limits())
+			ratelimitheader.AppendPolicy(nil, res.Limits())
 			appendDecisionJSON(nil, &res)
 		}
 	})

@@ -1,4 +1,4 @@
-package httpapi
+package ratelimitheader
 
 import (
 	"strconv"
@@ -19,47 +19,47 @@ import (
 // until the quota is fully available again. Durations are rounded up so a
 // client that waits what it was told never comes back too early.
 
-// appendPolicyField appends the RateLimit-Policy value for the limits ls.
-func appendPolicyField(b []byte, ls []limiter.LimitResult) []byte {
+// AppendPolicy appends the RateLimit-Policy value for the limits ls.
+func AppendPolicy(b []byte, ls []limiter.LimitResult) []byte {
 	for i, l := range ls {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = appendSFString(b, l.Policy)
+		b = AppendSFString(b, l.Policy)
 		b = append(b, ";q="...)
 		b = strconv.AppendInt(b, l.Limit, 10)
 		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, ceilSeconds(l.Window), 10)
+		b = strconv.AppendInt(b, CeilSeconds(l.Window), 10)
 	}
 	return b
 }
 
-// appendRateLimitField appends the RateLimit value for the limits ls.
-func appendRateLimitField(b []byte, ls []limiter.LimitResult) []byte {
+// AppendRateLimit appends the RateLimit value for the limits ls.
+func AppendRateLimit(b []byte, ls []limiter.LimitResult) []byte {
 	for i, l := range ls {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = appendSFString(b, l.Policy)
+		b = AppendSFString(b, l.Policy)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, max(l.Remaining, 0), 10)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(l.Reset), 10)
+		b = strconv.AppendInt(b, CeilSeconds(l.Reset), 10)
 	}
 	return b
 }
 
-// appendRetryAfter appends a Retry-After delay-seconds value (RFC 9110): the
+// AppendRetryAfter appends a Retry-After delay-seconds value (RFC 9110): the
 // wait rounded up to whole seconds and at least 1, since "Retry-After: 0"
 // would invite an immediate retry that is still denied.
-func appendRetryAfter(b []byte, wait time.Duration) []byte {
-	return strconv.AppendInt(b, max(ceilSeconds(wait), 1), 10)
+func AppendRetryAfter(b []byte, wait time.Duration) []byte {
+	return strconv.AppendInt(b, max(CeilSeconds(wait), 1), 10)
 }
 
-// appendSFString appends s as an RFC 9651 sf-string. Only printable ASCII is
+// AppendSFString appends s as an RFC 9651 sf-string. Only printable ASCII is
 // allowed there; any other byte (rule names are expected to be ASCII, but a
 // bad one must not produce an invalid or split header) becomes '?'.
-func appendSFString(b []byte, s string) []byte {
+func AppendSFString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -74,12 +74,12 @@ func appendSFString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// ceilSeconds rounds a non-negative duration up to whole seconds; negative
+// CeilSeconds rounds a non-negative duration up to whole seconds; negative
 // durations count as 0.
-func ceilSeconds(d time.Duration) int64 { return ceilUnits(d, time.Second) }
+func CeilSeconds(d time.Duration) int64 { return ceilUnits(d, time.Second) }
 
-// ceilMillis rounds a non-negative duration up to whole milliseconds.
-func ceilMillis(d time.Duration) int64 { return ceilUnits(d, time.Millisecond) }
+// CeilMillis rounds a non-negative duration up to whole milliseconds.
+func CeilMillis(d time.Duration) int64 { return ceilUnits(d, time.Millisecond) }
 
 // ceilUnits rounds d up to whole units; negative durations count as 0.
 func ceilUnits(d, unit time.Duration) int64 {
