@@ -42,6 +42,24 @@ func (l Limit) Name() string { return l.name }
 // Max returns the declared limit (requests per window).
 func (l Limit) Max() int64 { return l.max }
 
+// WithMax returns l with max as its declared limit, sharing l's counts. A
+// registration's identity is (name, window, slices) and the max is per
+// call, so a caller whose limits vary by request (an override sent with
+// each one) registers a triple once and derives a Limit per call, without
+// taking the registry's lock. max is not checked: the caller keeps it in
+// 1..MaxLimit (below 1, every Allow refuses with ErrInvalidHits).
+//
+// The registry keeps the max of the latest registration (Limit), and uses
+// it where no call is at hand: the bound on a peer's slices that Merge
+// accepts, hot keys for anti-entropy, and Coordinate. A caller deriving
+// several maxes should register the largest of them, so that Merge never
+// refuses a peer's slices of a key with a large one; and Coordinate, which
+// decides with the registry's max, must not be asked about such limits.
+func (l Limit) WithMax(max int64) Limit {
+	l.max = max
+	return l
+}
+
 // Window returns the window length.
 func (l Limit) Window() time.Duration { return time.Duration(l.windowMs) * time.Millisecond }
 

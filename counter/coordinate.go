@@ -347,7 +347,7 @@ func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) in
 	var sum int64
 	kept := gs[:0]
 	for _, g := range gs {
-		if g.expires <= now || g.start <= now-windowMs {
+		if !g.live(now, windowMs) {
 			continue
 		}
 		if gap := st.grantGap(g); gap > 0 {
@@ -367,16 +367,19 @@ const maxRetryGaps = 16
 // of the asker's slice that will hold it.
 type gap struct{ start, n int64 }
 
-// gaps appends, in start order, the grants of ref that st does not show:
-// what retryMs needs to tell when they leave the window. invisible ran
-// just before, so expired and shown grants are gone. Past the buffer's
-// capacity a grant is summed into the newest entry (a later start: the
-// wait can only be longer).
-func (cs *coordState) gaps(ref dirtyRef, st *state, dst []gap) []gap {
+// gaps appends, in start order, the grants of ref that st does not show
+// and that still count at now: what retryMs needs to tell when they leave
+// the window. (After invisible the expired ones are gone already; Peek
+// leaves them in place.) Past the buffer's capacity a grant is summed into
+// the newest entry (a later start: the wait can only be longer).
+func (cs *coordState) gaps(ref dirtyRef, st *state, now, windowMs int64, dst []gap) []gap {
 	if cs == nil {
 		return dst
 	}
 	for _, g := range cs.grants[ref] {
+		if !g.live(now, windowMs) {
+			continue
+		}
 		n := st.grantGap(g)
 		if n <= 0 {
 			continue

@@ -343,7 +343,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 // that will hold it, so it is taken as a slice of its own at that start.
 func (c *Counter) retryMs(s *shard, ref dirtyRef, st *state, now, windowMs, count, hits, max int64) int64 {
 	var buf [maxRetryGaps]gap
-	gs := s.coord.gaps(ref, st, buf[:0])
+	gs := s.coord.gaps(ref, st, now, windowMs, buf[:0])
 	if len(gs) == 0 {
 		return st.retryAfter(now, windowMs, count, hits, max)
 	}

@@ -151,6 +151,16 @@
 // too long keeps them d too long (NFR2). The cluster layer exports the
 // offset it observes per peer so operators see it before it matters.
 //
+// # Peek
+//
+// Peek answers the check "would h more hits fit now?" without counting:
+// the same window, clamp and retry advice as Allow, on a copy of the view
+// that it never writes back, so it creates no state, drops no expired
+// slice and remembers nothing. Its answer is Allow's on a single node; in a
+// cluster it is the window as this node knows it (own and merged slices,
+// pending grants, a remembered denial), never the blind share or the
+// budget, which ration admissions, and never Decision.Coordinate.
+//
 // # Memory and the key cap
 //
 // A (limit, key) pair whose window is empty is dropped, when a check finds it

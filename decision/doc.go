@@ -36,7 +36,8 @@
 // Decide returns an error only for a request the frontend must reject as
 // bad input: the error matches (errors.Is) exactly one of
 // limiter.ErrInvalidKey, limiter.ErrInvalidHits (also for a Checker that
-// returns counter.ErrInvalidHits) or limiter.ErrUnknownRule, and its text
+// returns counter.ErrInvalidHits), limiter.ErrUnknownRule or
+// limiter.ErrInvalidLimit (a request's own limit, Request.Limit), and its text
 // says what is wrong in words fit for the client. Bad input counts nothing,
 // neither in the limiter nor in limiterd_decisions_total; a frontend counts
 // its rejections itself (httpapi: limiterd_bad_requests_total).

@@ -49,7 +49,7 @@ func validKey(key string) string {
 // classified as and the Checker's own error.
 type inputError struct {
 	msg  string
-	kind error // limiter.ErrInvalidKey, limiter.ErrInvalidHits or limiter.ErrUnknownRule
+	kind error // limiter.ErrInvalidKey, ErrInvalidHits, ErrUnknownRule or ErrInvalidLimit
 	err  error // what the Checker returned
 }
 
@@ -68,6 +68,8 @@ func badInput(err error, req limiter.Request) error {
 		return &inputError{msg: err.Error(), kind: limiter.ErrInvalidKey, err: err}
 	case errors.Is(err, limiter.ErrInvalidHits), errors.Is(err, counter.ErrInvalidHits):
 		return &inputError{msg: err.Error(), kind: limiter.ErrInvalidHits, err: err}
+	case errors.Is(err, limiter.ErrInvalidLimit):
+		return &inputError{msg: err.Error(), kind: limiter.ErrInvalidLimit, err: err}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
 // Sentinel errors; httpapi maps them to status codes with errors.Is.
@@ -19,7 +20,25 @@ var (
 	// ErrInvalidHits is returned by Check when hits < 1 or hits exceed a limit
 	// of the rule; it also matches counter.ErrInvalidHits.
 	ErrInvalidHits = errors.New("limiter: invalid hits")
+	// ErrInvalidLimit is returned by Check for a bad limit override
+	// (Request.Limit): a limit, window or slice count out of range, a rule
+	// named beside it, or one (window, slices) pair more than
+	// MaxOverrideWindows.
+	ErrInvalidLimit = errors.New("limiter: invalid limit")
 )
+
+// OverrideRule is the Decision.Rule and policy name of a check decided by a
+// limit override (Request.Limit), and the name its counts live under in
+// the counter. It is reserved: no rule may be called so, or a rule's counts
+// could mix with the overrides'.
+const OverrideRule = "override"
+
+// MaxOverrideWindows bounds the distinct (window, slices) pairs that limit
+// overrides may use over a Limiter's life. Each pair is one registration in
+// the counter, which never forgets one, so without a bound a stream of
+// requests with ever new windows would grow the counter's limit registry
+// without end. Envoy's units give 6 pairs.
+const MaxOverrideWindows = 64
 
 // MaxKeyBytes is the longest key Check accepts.
 const MaxKeyBytes = 1024
@@ -30,6 +49,21 @@ type RuleSet struct {
 	Source string
 	// Rules in file order.
 	Rules []Rule
+	// Envoy holds the envoyproxy/ratelimit configs the rules came from, one
+	// per domain (Parse of an Envoy file, Merge), for the frontend that
+	// matches descriptors; their counted limits are ByName rules in Rules.
+	Envoy []*envoyrules.Config
+
+	// files says, for a set built by Merge, how many rules and Envoy
+	// configs came from each file, in order, so that messages name the
+	// file of each; empty when everything came from Source.
+	files []fileSpan
+}
+
+// fileSpan is one merged file's share of a RuleSet.
+type fileSpan struct {
+	source       string
+	rules, envoy int
 }
 
 // Rule is one named rule: the limits it enforces and the keys it governs.
@@ -42,6 +76,12 @@ type Rule struct {
 	Limits []LimitSpec
 	// Shadow rules decide and count but always allow.
 	Shadow bool
+	// ByName rules decide only requests that name them (Request.Rule); they
+	// are never matched by key, and one without Match is not a default
+	// rule. Envoy descriptors are such rules: the frontend matches a request
+	// descriptor to its node and names the node's rule (EnvoyRuleName), so a
+	// key pattern would only let other requests into its counts.
+	ByName bool
 	// Line is the rule's line in Source (1-based), for messages.
 	Line int
 }
@@ -62,8 +102,29 @@ type Request struct {
 	Key string
 	// Rule selects a rule by name; empty selects by matching Key.
 	Rule string
-	// Hits is how many requests this check counts as (>= 1).
+	// Hits is how many requests this check counts as (>= 1; 0 is valid with
+	// Peek).
 	Hits int64
+	// Peek decides without counting anything: Decision.Allowed (and
+	// WouldAllow for shadow rules) says whether Hits would fit now; Hits may
+	// be 0 with Peek (a check only: Envoy's hits_addend 0). A peek records
+	// nothing, not even a denial, and never returns a Decision needing
+	// coordination (Decision.Coordinate): it decides on what this node
+	// knows, so PrepareAsk and Complete are not used with it.
+	Peek bool
+	// Limit, when set, decides Key against this one limit instead of a
+	// rule's (Envoy's per-descriptor limit override); Rule must then be
+	// empty. The decision's Rule, and the limit's policy name, is
+	// OverrideRule ("override"), and counts live under ("override", window,
+	// slices): overrides with the same window and slices share a key's
+	// counts whatever their limits. Limit.Limit is 1..counter.MaxLimit and
+	// the window as in rule files; Slices 0 means the rule-file default;
+	// Policy is ignored. Errors wrap ErrInvalidLimit. In a coordinated
+	// cluster an override is never put to the key's coordinator (which
+	// knows limits by registration, not per request): where a rule's check
+	// would return Decision.Coordinate, this node decides with the per-node
+	// budget (Decision.Decided is DecidedInFallback).
+	Limit *LimitSpec
 }
 
 // Decider says who decided a check (Decision.Decided).
@@ -75,7 +136,8 @@ const (
 	// DecidedByCoordinator: the key's coordinator, this node or another.
 	DecidedByCoordinator
 	// DecidedInFallback: this node alone, with the per-node budget, because
-	// the coordinator did not answer in time.
+	// the coordinator did not answer in time, or because the check was a
+	// limit override (Request.Limit), which is never coordinated.
 	DecidedInFallback
 )
 
@@ -115,7 +177,8 @@ type Decision struct {
 	// WouldAllow is what the rule decided, before shadow mode: it differs
 	// from Allowed only for a shadow rule that had no room.
 	WouldAllow bool
-	// Rule is the deciding rule's name, "" when no rule governs the key.
+	// Rule is the deciding rule's name, "" when no rule governs the key,
+	// OverrideRule for a limit override (Request.Limit).
 	Rule string
 	// Shadow reports that the deciding rule is in shadow mode.
 	Shadow bool
@@ -124,7 +187,8 @@ type Decision struct {
 	// Coordinate reports that the check is the key's coordinator's to
 	// decide (counter.Decision.Coordinate): nothing was counted, Allowed is
 	// false, and the caller completes the check with PrepareAsk and
-	// Complete. Never set by Complete.
+	// Complete. Never set by Complete, nor for a peek (Request.Peek) or a
+	// limit override (Request.Limit).
 	Coordinate bool
 	// Decided says who decided a check in a coordinated cluster: DecidedHere
 	// (this node alone: far from the limit, or its view is full), or, for a

@@ -39,10 +39,10 @@ func (b LimitBound) LimitText() string {
 }
 
 // Bounds lists every limit of every rule in force, in file order and rule
-// order (default and shadow rules included), with its worst case under the
-// counter's current cluster settings. The worst case changes with the
-// node count, so callers recompute it when membership changes as well as
-// after SetRules.
+// order (default, shadow and ByName rules included; limit overrides are
+// not rules and are not listed), with its worst case under the counter's
+// current cluster settings. The worst case changes with the node count, so
+// callers recompute it when membership changes as well as after SetRules.
 func (l *Limiter) Bounds() []LimitBound {
 	cp := l.rules.Load()
 	var out []LimitBound

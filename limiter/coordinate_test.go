@@ -12,20 +12,7 @@ import (
 // (remembered, nothing remains), and no answer (the budget decides).
 func TestCompleteAtTheMargin(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
-	node := func(name string) (*counter.Counter, *Limiter) {
-		c := newCounter(t)
-		cc := counter.DefaultClusterConfig(name)
-		cc.Nodes = 2
-		if err := c.SetCluster(cc); err != nil {
-			t.Fatal(err)
-		}
-		// 10 per second on 2 nodes: no blind share, every check asks.
-		l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 10\n    window: 1s\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, l
-	}
+	node := func(name string) (*counter.Counter, *Limiter) { return coordinatedNode(t, name) }
 	_, la := node("a")
 	ck, _ := node("k")
 	req := Request{Key: "x", Hits: 1}
@@ -79,4 +66,21 @@ func TestCompleteAtTheMargin(t *testing.T) {
 	if err := la.Check(t1.Add(100*time.Millisecond), req, &d); err != nil || d.Allowed || d.Coordinate || d.RetryAfter != 200*time.Millisecond {
 		t.Fatalf("remembered: %+v %v", d, err)
 	}
+}
+
+// coordinatedNode is a limiter of 10 per second on node name of a
+// coordinated 2-node cluster: no blind share, every check asks.
+func coordinatedNode(t *testing.T, name string) (*counter.Counter, *Limiter) {
+	t.Helper()
+	c := newCounter(t)
+	cc := counter.DefaultClusterConfig(name)
+	cc.Nodes = 2
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 10\n    window: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, l
 }

@@ -56,6 +56,13 @@
 // no default rule, by nothing: the request is allowed and not counted, and
 // Decision.Rule is "". Put specific patterns before general ones.
 //
+// A ByName rule (Rule.ByName) decides only requests that name it: it is
+// never matched by key, and one without a pattern is not the default rule,
+// so a set may hold any number of them. Rules made from Envoy files are
+// ByName rules (below): Envoy's descriptors are matched by the frontend,
+// which names the rule, not by a key pattern. The rule file has no field
+// for it; a RuleSet built in code may set it.
+//
 // # Several limits, shadow mode
 //
 // All limits of a rule are checked in one counter call, atomically: a
@@ -69,6 +76,73 @@
 // allow), so WouldAllow is the decision enforcement would make, request by
 // request.
 //
+// # Peek: check without counting
+//
+// A request with Peek set (Envoy's hits_addend 0, or a probe) is decided
+// without counting anything: Decision.Allowed, and WouldAllow for a shadow
+// rule, say whether Hits more would fit every limit now (count + hits <=
+// limit), and the limits report what remains without them. Hits may be 0
+// (is the key over its limit already?) up to the rule's smallest limit. A
+// peek records nothing: no slice, no state for a key not yet tracked, no
+// denial to remember (counter.Peek). In a cluster it decides on the window
+// as this node knows it, its own and its peers' merged slices, and never
+// returns a Decision needing coordination: PrepareAsk and Complete are not
+// used with it, and refuse it.
+//
+// # Limit overrides
+//
+// A request with Limit set is decided against that one limit instead of a
+// rule's: Envoy lets each request descriptor carry its own limit. Rule must
+// be empty; the decision's Rule and policy name are "override"
+// (OverrideRule), a name rule files may not use. The limit is checked as a
+// rule file's is (limit 1..2147483647, window in whole milliseconds up to
+// 720h, slices 1..3600 and at least 1ms each, 0 for the default); a bad one
+// is ErrInvalidLimit. Counts live in the counter under ("override", window,
+// slices), so two overrides with the same window and slices count a key
+// together, whatever their limits, just as a rule whose limit changes
+// keeps its counts. Each (window, slices) pair is registered with the
+// counter on first use (and again only to raise the registration's limit
+// to the largest seen, which the counter uses to bound what it merges from
+// peers), and at most MaxOverrideWindows (64) pairs ever are: the counter
+// keeps every registration, and requests must not be able to grow that
+// registry without end. Envoy's six units give six pairs; a 65th pair is
+// ErrInvalidLimit.
+//
+// The coordinator of a key in a coordinated cluster knows limits by their
+// registration and decides with its registered limit, not the request's,
+// so overrides are never put to it: where a rule's check would return
+// Decision.Coordinate, an override is decided on this node with the
+// per-node budget (Decision.Decided is DecidedInFallback). Overrides do not
+// appear in Bounds.
+//
+// # Envoy files
+//
+// Parse and Load also read an envoyproxy/ratelimit configuration file as
+// it is (package envoyrules; told apart by its top-level "domain"). Its
+// Config is kept in RuleSet.Envoy, where the frontend finds it
+// (Limiter.Envoy) to match request descriptors, and every descriptor node
+// with a counted limit becomes a ByName rule named EnvoyRuleName(domain,
+// node), "envoy:<domain>:<node's RuleName>", with one limit of
+// requests_per_unit per unit, the default slices for that window, the
+// node's shadow_mode and its line. The frontend names that rule and counts
+// under envoyrules.CountKey. Not converted, and never counted, are: nodes
+// without a rate_limit, "unlimited: true" nodes, and nodes with
+// "requests_per_unit: 0", which deny every request; the frontend answers
+// those from the Config alone (envoyrules' doc says how upstream answers).
+// An Envoy file with only such nodes is a valid rule set with no rules.
+// Errors of an Envoy file match both ErrInvalidRules and
+// envoyrules.ErrInvalidConfig.
+//
+// # Several files
+//
+// Merge combines the rule sets of several files, rule files and Envoy
+// files alike, into one: rules in order of the files and within each, so
+// an earlier file's patterns are tried first, and Envoy configs likewise.
+// The result is validated as a whole: a rule name used twice, a second
+// default rule, a pattern repeating an earlier file's, or two Envoy files
+// with the same domain (upstream refuses that too) are errors that name
+// the file and line of both sides.
+//
 // # Reload
 //
 // SetRules replaces the rules while Checks run. Counts live in the counter
@@ -76,7 +150,8 @@
 // and slice count keeps its clients' windows across a reload, even if its
 // limit changes; renaming a rule or changing a window or slice count starts
 // that limit from zero. A rule set that fails validation is rejected and the
-// rules in force stay in force.
+// rules in force stay in force. The Envoy configs of the set are swapped
+// with its rules, in one step.
 //
 // # Worst cases
 //

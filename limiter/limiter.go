@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
 // Limiter decides requests by the rules of a RuleSet, counting them in a
@@ -17,21 +18,26 @@ import (
 type Limiter struct {
 	c     *counter.Counter
 	rules atomic.Pointer[compiled]
+	ov    overrides // counter registrations of limit overrides (override.go)
 }
 
 // compiled is a RuleSet prepared for Check: patterns compiled, limits
 // registered with the counter, names indexed. Never modified once published.
 type compiled struct {
 	rs       *RuleSet
-	byName   map[string]*compiledRule
-	matchers []*compiledRule // rules with a pattern, in file order
-	def      *compiledRule   // the rule without a pattern, or nil
+	byName   map[string]*compiledRule // every rule, ByName ones included
+	matchers []*compiledRule          // rules with a pattern, in file order
+	def      *compiledRule            // the rule without a pattern (and not ByName), or nil
+	envoy    map[string]*envoyrules.Config
 }
 
 type compiledRule struct {
 	name   string
 	shadow bool
-	pat    pattern
+	// override marks the rule of a limit override (Request.Limit), built
+	// per check: never coordinated.
+	override bool
+	pat      pattern
 	// limits and specs are parallel: specs[i] is what limits[i] enforces. The
 	// slice is handed to the counter as is, so a check builds nothing.
 	limits []counter.Limit
@@ -83,11 +89,20 @@ func (l *Limiter) SetRules(rs *RuleSet) error {
 			}
 		}
 		cp.byName[r.Name] = cr
-		if r.Match == "" {
+		switch {
+		case r.ByName:
+			// Decided only when named.
+		case r.Match == "":
 			cp.def = cr
-		} else {
+		default:
 			cr.pat = compilePattern(r.Match)
 			cp.matchers = append(cp.matchers, cr)
+		}
+	}
+	if len(rs.Envoy) > 0 {
+		cp.envoy = make(map[string]*envoyrules.Config, len(rs.Envoy))
+		for _, c := range rs.Envoy {
+			cp.envoy[c.Domain] = c
 		}
 	}
 	l.rules.Store(cp)
@@ -97,6 +112,16 @@ func (l *Limiter) SetRules(rs *RuleSet) error {
 // Rules returns the rule set in force. It must not be modified.
 func (l *Limiter) Rules() *RuleSet {
 	return l.rules.Load().rs
+}
+
+// Envoy returns the envoyproxy/ratelimit config in force for domain, nil if
+// none. It is read from the compiled state that holds the rules and that
+// SetRules swaps atomically, so a config and the ByName rules made from it
+// come and go together. A frontend that matches descriptors with the config
+// and then names their rules in Checks may still meet ErrUnknownRule when a
+// reload dropped a node in between. It must not be modified.
+func (l *Limiter) Envoy(domain string) *envoyrules.Config {
+	return l.rules.Load().envoy[domain]
 }
 
 // CheckNow is Check at time.Now().
@@ -110,23 +135,26 @@ func (l *Limiter) CheckNow(req Request, d *Decision) error {
 // whose pattern matches req.Key, else the default rule; with none, the
 // request is allowed uncounted (d.Rule == "").
 //
-// It returns ErrInvalidKey, ErrInvalidHits or ErrUnknownRule (wrapped) for a
-// request that cannot be decided; d is then zeroed and nothing is counted.
-// Check of a key already tracked does not allocate.
+// With req.Peek it counts nothing and records nothing (counter.Peek): d
+// says whether the hits would fit now, and d.Coordinate is never set. With
+// req.Limit the key is decided against that one limit (OverrideRule); in a
+// coordinated cluster, where a rule's check would be left to the key's
+// coordinator, an override is decided here with the per-node budget
+// (counter.AllowFallback, d.Decided DecidedInFallback).
+//
+// It returns ErrInvalidKey, ErrInvalidHits, ErrInvalidLimit or
+// ErrUnknownRule (wrapped) for a request that cannot be decided; d is then
+// zeroed and nothing is counted. Check of a key already tracked, by a rule,
+// does not allocate.
 func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 	*d = Decision{}
-	switch {
-	case req.Key == "":
-		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
-	case len(req.Key) > MaxKeyBytes:
-		return fmt.Errorf("%w: key is %d bytes, more than the %d allowed", ErrInvalidKey, len(req.Key), MaxKeyBytes)
-	case !utf8.ValidString(req.Key):
-		return fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidKey)
-	case req.Hits < 1:
-		return &hitsError{fmt.Sprintf("hits must be at least 1, got %d", req.Hits)}
+	if err := checkRequest(req); err != nil {
+		return err
 	}
-	cp := l.rules.Load()
-	r, err := cp.resolve(req)
+	if req.Limit != nil {
+		return l.checkWithOverride(t, req, d)
+	}
+	r, err := l.rules.Load().resolve(req)
 	if err != nil {
 		return err
 	}
@@ -134,14 +162,42 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 		d.Allowed, d.WouldAllow = true, true
 		return nil
 	}
+	return l.decide(t, req, r, d)
+}
+
+// checkWithOverride is Check of a request with a limit override.
+func (l *Limiter) checkWithOverride(t time.Time, req Request, d *Decision) error {
+	if req.Rule != "" {
+		return fmt.Errorf("%w: a request with a limit override must not name a rule, got %q", ErrInvalidLimit, truncate(req.Rule))
+	}
+	var ov overrideScratch
+	if err := l.override(*req.Limit, req.Hits, &ov); err != nil {
+		return err
+	}
+	return l.decide(t, req, &ov.rule, d)
+}
+
+// decide is Check of a valid request by rule r.
+func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision) error {
 	if req.Hits > r.minLimit {
 		return &hitsError{fmt.Sprintf("hits %d exceed the limit %d of %q", req.Hits, r.minLimit, r.minPolicy)}
 	}
 	var res [counter.MaxLimitsPerCall]counter.Result
-	cd, err := l.c.Allow(t, req.Key, req.Hits, r.limits, res[:])
+	var cd counter.Decision
+	var err error
+	if req.Peek {
+		cd, err = l.c.Peek(t, req.Key, req.Hits, r.limits, res[:])
+	} else {
+		cd, err = l.c.Allow(t, req.Key, req.Hits, r.limits, res[:])
+		if err == nil && cd.Coordinate && r.override {
+			d.Decided = DecidedInFallback
+			cd, err = l.c.AllowFallback(t, req.Key, req.Hits, r.limits, res[:])
+		}
+	}
 	if err != nil {
 		// Unreachable with a validated rule set and the checks above; kept
 		// so a counter that grows new failure modes does not decide silently.
+		*d = Decision{}
 		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
 	}
 	if cd.Coordinate {
@@ -149,7 +205,26 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 		d.Rule, d.Shadow, d.N = r.name, r.shadow, len(r.limits)
 		return nil
 	}
+	decided := d.Decided
 	r.fill(d, cd, res[:len(r.limits)])
+	d.Decided = decided
+	return nil
+}
+
+// checkRequest checks what Check can tell about req before finding its rule.
+func checkRequest(req Request) error {
+	switch {
+	case req.Key == "":
+		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
+	case len(req.Key) > MaxKeyBytes:
+		return fmt.Errorf("%w: key is %d bytes, more than the %d allowed", ErrInvalidKey, len(req.Key), MaxKeyBytes)
+	case !utf8.ValidString(req.Key):
+		return fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidKey)
+	case req.Peek && req.Hits < 0:
+		return &hitsError{fmt.Sprintf("hits of a peek must be at least 0, got %d", req.Hits)}
+	case !req.Peek && req.Hits < 1:
+		return &hitsError{fmt.Sprintf("hits must be at least 1, got %d", req.Hits)}
+	}
 	return nil
 }
 
@@ -179,8 +254,12 @@ func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Resu
 // PrepareAsk fills ask, for the key's coordinator, with a check that Check
 // left to it (Decision.Coordinate): the rule's limits, where this node will
 // count the hits if they are granted, and its own recent slices of the key.
-// It counts nothing.
+// It counts nothing. A peek or a limit override is never left to the
+// coordinator, and PrepareAsk refuses one.
 func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
+	if err := notCoordinated(req); err != nil {
+		return err
+	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
 		return err
@@ -199,9 +278,13 @@ func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 // this node decides alone with the per-node budget. The limits in d are the
 // coordinator's view when it answered, this node's otherwise: what remains
 // for this request, never more than a denial leaves. It returns the errors
-// Check returns for a request that cannot be decided.
+// Check returns for a request that cannot be decided, and refuses a peek or
+// a limit override, which Check never leaves to the coordinator.
 func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
 	*d = Decision{}
+	if err := notCoordinated(req); err != nil {
+		return err
+	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
 		return err
@@ -246,6 +329,18 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 	decided := d.Decided
 	r.fill(d, cd, res[:len(r.limits)])
 	d.Decided = decided
+	return nil
+}
+
+// notCoordinated refuses, for PrepareAsk and Complete, the requests that
+// Check decides without the coordinator.
+func notCoordinated(req Request) error {
+	switch {
+	case req.Peek:
+		return errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
+	case req.Limit != nil:
+		return errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
 // Load reads and parses the rule file at path; see Parse. An error reading
@@ -31,7 +32,16 @@ func Load(path string) (*RuleSet, error) {
 // the file in messages and becomes RuleSet.Source. Every problem found is
 // reported, each as "source:line: rule "name": field "f": what is wrong",
 // in one error that wraps ErrInvalidRules.
+//
+// An envoyproxy/ratelimit file, told apart by its top-level "domain"
+// (envoyrules.IsEnvoyConfig), is read as it is: its Config goes into
+// RuleSet.Envoy and each counted limit becomes a ByName rule (doc.go,
+// "Envoy files"). Its errors match both ErrInvalidRules and
+// envoyrules.ErrInvalidConfig.
 func Parse(source string, data []byte) (*RuleSet, error) {
+	if envoyrules.IsEnvoyConfig(data) {
+		return parseEnvoy(source, data)
+	}
 	p := parser{errs: problems{source: source}}
 	rs := p.file(data)
 	if err := p.errs.err(); err != nil {
@@ -130,7 +140,7 @@ func (p *parser) file(data []byte) *RuleSet {
 // rule reads rules[i].
 func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	r := Rule{Line: n.Line}
-	ref := ruleRef{label: fmt.Sprintf("rules[%d]", i), line: n.Line, nameLine: n.Line}
+	ref := ruleRef{label: fmt.Sprintf("rules[%d]", i), line: n.Line, nameLine: n.Line, index: i}
 	if n.Kind != yaml.MappingNode {
 		p.errs.add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, describe(n))
 		return r, ref
@@ -146,7 +156,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 		if !ok {
 			break
 		}
-		if msg := checkName(s); msg != "" {
+		if msg := checkRuleName(s); msg != "" {
 			p.errs.add(v.Line, "%s: field %q: %s", ref.label, fName, msg)
 			break
 		}

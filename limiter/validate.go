@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
 // DefaultSlices is the number of slices a limit's window is divided into
@@ -26,32 +27,41 @@ const maxNameLen = 128
 const maxProblems = 20
 
 // Validate reports whether rs is a rule set the Limiter can enforce: the
-// same checks Parse makes, for a RuleSet built in code. Every problem found
-// is listed; the error wraps ErrInvalidRules. Positions come from Rule.Line.
+// same checks Parse makes, for a RuleSet built in code, and for Envoy
+// configs: each one non-nil, with a domain, and no two with the same
+// domain. Every problem found is listed; the error wraps ErrInvalidRules.
+// Positions come from Rule.Line, and name the file of each rule in a set
+// built by Merge.
 func (rs *RuleSet) Validate() error {
 	if rs == nil {
 		return fmt.Errorf("%w: nil rule set", ErrInvalidRules)
 	}
 	errs := problems{source: rs.Source}
-	if len(rs.Rules) == 0 {
+	if len(rs.Rules) == 0 && len(rs.Envoy) == 0 {
 		errs.add(0, "no rules")
 	}
+	ruleAt, envoyAt := rs.origins()
 	refs := make([]ruleRef, len(rs.Rules))
 	for i := range rs.Rules {
 		r := &rs.Rules[i]
-		label := fmt.Sprintf("rules[%d]", i)
-		ref := ruleRef{line: r.Line, nameLine: r.Line, matchLine: r.Line, label: label}
-		if msg := checkName(r.Name); msg != "" {
-			errs.add(r.Line, "%s: field \"name\": %s", label, msg)
+		o := ruleAt[i]
+		add := func(format string, args ...any) { errs.addIn(o.source, o.rank, r.Line, format, args...) }
+		label := fmt.Sprintf("rules[%d]", o.index)
+		ref := ruleRef{line: r.Line, nameLine: r.Line, matchLine: r.Line, label: label, source: o.source, rank: o.rank, index: o.index, byName: r.ByName}
+		if msg := checkRuleName(r.Name); msg != "" {
+			add("%s: field \"name\": %s", label, msg)
 		} else {
 			ref.name, ref.nameOK = r.Name, true
 			label = fmt.Sprintf("rule %q", r.Name)
 			ref.label = label
 		}
-		if r.Match != "" {
+		switch {
+		case r.Match != "" && r.ByName:
+			add("%s: field \"match\": a ByName rule decides only requests that name it, so it takes no pattern", label)
+		case r.Match != "":
 			ref.hasMatch = true
 			if msg := checkPattern(r.Match); msg != "" {
-				errs.add(r.Line, "%s: field \"match\": %s", label, msg)
+				add("%s: field \"match\": %s", label, msg)
 			} else {
 				ref.matchOK, ref.canon = true, compilePattern(r.Match).canonical()
 				ref.match = r.Match
@@ -60,10 +70,10 @@ func (rs *RuleSet) Validate() error {
 		refs[i] = ref
 		switch n := len(r.Limits); {
 		case n == 0:
-			errs.add(r.Line, "%s: no limits", label)
+			add("%s: no limits", label)
 			continue
 		case n > counter.MaxLimitsPerCall:
-			errs.add(r.Line, "%s: field \"limits\": %s", label, checkLimitCount(n))
+			add("%s: field \"limits\": %s", label, checkLimitCount(n))
 		}
 		for j, s := range r.Limits {
 			where := label
@@ -71,34 +81,100 @@ func (rs *RuleSet) Validate() error {
 				where = fmt.Sprintf("%s: limits[%d]", label, j)
 			}
 			if msg := checkLimit(s.Limit); msg != "" {
-				errs.add(r.Line, "%s: field \"limit\": %s", where, msg)
+				add("%s: field \"limit\": %s", where, msg)
 			}
 			if msg := checkWindow(s.Window, ""); msg != "" {
-				errs.add(r.Line, "%s: field \"window\": %s", where, msg)
+				add("%s: field \"window\": %s", where, msg)
 				continue
 			}
 			if msg := checkSlices(int64(s.Slices), s.Window); msg != "" {
-				errs.add(r.Line, "%s: field \"slices\": %s", where, msg)
+				add("%s: field \"slices\": %s", where, msg)
 			}
 			for k := range j {
 				if r.Limits[k].Window == s.Window {
-					errs.add(r.Line, "%s: field \"window\": %s", where, repeatsWindow(s.Window, k))
+					add("%s: field \"window\": %s", where, repeatsWindow(s.Window, k))
 				}
 			}
 			if ref.nameOK {
 				if want := policyName(r.Name, len(r.Limits), s.Window); s.Policy != want {
-					errs.add(r.Line, "%s: Policy must be %q, got %q", where, want, s.Policy)
+					add("%s: Policy must be %q, got %q", where, want, s.Policy)
 				}
 			}
 		}
 	}
 	crossCheck(refs, &errs)
+	checkEnvoyConfigs(rs.Envoy, envoyAt, &errs)
 	return errs.err()
+}
+
+// checkEnvoyConfigs checks the Envoy configs of a rule set: each one there,
+// with a domain, and one per domain, which upstream requires of the files it
+// loads too (unless MERGE_DOMAIN_CONFIG merges them): Limiter.Envoy finds a
+// config by its domain.
+func checkEnvoyConfigs(cs []*envoyrules.Config, at []origin, errs *problems) {
+	domains := make(map[string]int, len(cs))
+	for i, c := range cs {
+		o := at[i]
+		switch {
+		case c == nil:
+			errs.addIn(o.source, o.rank, 0, "envoy[%d]: no Envoy config (nil)", o.index)
+		case c.Domain == "":
+			errs.addIn(o.source, o.rank, 0, "envoy[%d]: the Envoy config has no domain", o.index)
+		default:
+			j, dup := domains[c.Domain]
+			if !dup {
+				domains[c.Domain] = i
+				break
+			}
+			other := at[j].source
+			if other == o.source {
+				other = fmt.Sprintf("envoy[%d] of the same file", at[j].index)
+			}
+			errs.addIn(o.source, o.rank, 0, "Envoy domain %q: already the domain of %s; give each domain one file", truncate(c.Domain), other)
+		}
+	}
+}
+
+// origin is where a rule or an Envoy config of a RuleSet came from: its
+// file, the file's position among the merged ones (to order messages), and
+// its index in the file's own list.
+type origin struct {
+	source      string
+	rank, index int
+}
+
+// origins returns the origin of every rule and every Envoy config of rs.
+func (rs *RuleSet) origins() (rules, envoy []origin) {
+	rules, envoy = make([]origin, len(rs.Rules)), make([]origin, len(rs.Envoy))
+	files, ok := rs.spans()
+	if !ok {
+		for i := range rules {
+			rules[i] = origin{source: rs.Source, index: i}
+		}
+		for i := range envoy {
+			envoy[i] = origin{source: rs.Source, index: i}
+		}
+		return rules, envoy
+	}
+	nr, ne := 0, 0
+	for rank, f := range files {
+		for i := range f.rules {
+			rules[nr+i] = origin{f.source, rank, i}
+		}
+		for i := range f.envoy {
+			envoy[ne+i] = origin{f.source, rank, i}
+		}
+		nr, ne = nr+f.rules, ne+f.envoy
+	}
+	return rules, envoy
 }
 
 // ruleRef is what the checks across rules need to know about one rule.
 type ruleRef struct {
 	label             string // how messages name the rule
+	source            string // its file, "" for the one being parsed
+	rank              int    // the file's position among merged ones
+	index             int    // its position in its file's rules
 	line              int
 	name              string
 	nameOK            bool
@@ -106,11 +182,25 @@ type ruleRef struct {
 	match, canon      string // canon: the pattern in canonical form
 	hasMatch, matchOK bool
 	matchLine         int
+	byName            bool
+}
+
+// at names the position of rule o for a message about r: "line N" in r's
+// own file, "file:N" in another.
+func (r ruleRef) at(o ruleRef) string {
+	if o.source == r.source || o.source == "" {
+		return fmt.Sprintf("line %d", o.line)
+	}
+	if o.line == 0 {
+		return o.source
+	}
+	return o.source + ":" + strconv.Itoa(o.line)
 }
 
 // crossCheck reports what no single rule shows: duplicate names, a second
 // default rule, and a pattern that repeats an earlier one (the later rule
 // could then never be chosen by matching, which is always a mistake).
+// ByName rules take part in the first check only.
 func crossCheck(refs []ruleRef, errs *problems) {
 	names := make(map[string]int, len(refs))
 	patterns := make(map[string]int, len(refs))
@@ -118,19 +208,20 @@ func crossCheck(refs []ruleRef, errs *problems) {
 	for i, r := range refs {
 		if r.nameOK {
 			if j, dup := names[r.name]; dup {
-				errs.add(r.nameLine, "rules[%d]: field \"name\": %q is already the name of the rule at line %d", i, r.name, refs[j].line)
+				errs.addIn(r.source, r.rank, r.nameLine, "rules[%d]: field \"name\": %q is already the name of the rule at %s", r.index, r.name, r.at(refs[j]))
 			} else {
 				names[r.name] = i
 			}
 		}
 		switch {
+		case r.byName:
 		case !r.hasMatch && def >= 0:
-			errs.add(r.line, "%s: only one rule may omit \"match\" (the default rule), and %s at line %d already does", r.label, refs[def].label, refs[def].line)
+			errs.addIn(r.source, r.rank, r.line, "%s: only one rule may omit \"match\" (the default rule), and %s at %s already does", r.label, refs[def].label, r.at(refs[def]))
 		case !r.hasMatch:
 			def = i
 		case r.matchOK:
 			if j, dup := patterns[r.canon]; dup {
-				errs.add(r.matchLine, "%s: field \"match\": %q is the same pattern as %s at line %d, so this rule could never match", r.label, r.match, refs[j].label, refs[j].line)
+				errs.addIn(r.source, r.rank, r.matchLine, "%s: field \"match\": %q is the same pattern as %s at %s, so this rule could never match", r.label, r.match, refs[j].label, r.at(refs[j]))
 			} else {
 				patterns[r.canon] = i
 			}
@@ -159,6 +250,15 @@ func formatWindow(d time.Duration) string {
 
 // The check functions return "" for a valid value, else the complaint, worded
 // to follow `field "x": `. Parse and Validate share them so they agree.
+
+// checkRuleName is checkName for a rule's name, which may not be the name
+// reserved for limit overrides.
+func checkRuleName(s string) string {
+	if s == OverrideRule {
+		return fmt.Sprintf("%q is reserved for limit overrides (Request.Limit)", OverrideRule)
+	}
+	return checkName(s)
+}
 
 func checkName(s string) string {
 	switch {
@@ -260,14 +360,16 @@ func defaultSlices(window time.Duration) int {
 
 // problems collects validation problems so one run reports all of them.
 type problems struct {
-	source string
+	source string // the file problems are in unless they name another
 	list   []problem
 	more   int // problems dropped past maxCollected
 }
 
 type problem struct {
-	line int
-	msg  string
+	source string // "" for problems.source
+	rank   int    // the file's position among merged ones: messages follow it
+	line   int
+	msg    string
 }
 
 // maxCollected bounds memory for a file that is wrong everywhere.
@@ -275,29 +377,34 @@ const maxCollected = 1000
 
 // add records one problem at line (0 when no line applies).
 func (p *problems) add(line int, format string, args ...any) {
+	p.addIn("", 0, line, format, args...)
+}
+
+// addIn records one problem at line of source, the rank-th of the files
+// merged ("" and 0 for the file of p).
+func (p *problems) addIn(source string, rank, line int, format string, args ...any) {
 	if len(p.list) == maxCollected {
 		p.more++
 		return
 	}
-	p.list = append(p.list, problem{line, fmt.Sprintf(format, args...)})
+	p.list = append(p.list, problem{source, rank, line, fmt.Sprintf(format, args...)})
 }
 
 // err returns nil, the single problem, or the first maxProblems of them in
-// line order, one per line (the layout of yaml's own multi-error messages).
+// file and line order, one per line (the layout of yaml's own multi-error
+// messages).
 func (p *problems) err() error {
 	if len(p.list) == 0 {
 		return nil
 	}
 	// Checks run field by field and then across rules; reading the result
-	// top to bottom is easier when it follows the file.
-	slices.SortStableFunc(p.list, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
-	src := p.source
-	if src == "" {
-		src = "rules"
-	}
+	// top to bottom is easier when it follows the files.
+	slices.SortStableFunc(p.list, func(a, b problem) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.line, b.line))
+	})
 	msgs := make([]string, 0, min(len(p.list), maxProblems))
 	for _, pr := range p.list[:min(len(p.list), maxProblems)] {
-		pos := src
+		pos := cmp.Or(pr.source, p.source, "rules")
 		if pr.line > 0 {
 			pos += ":" + strconv.Itoa(pr.line)
 		}
