@@ -70,6 +70,7 @@ type proc struct {
 	name     string
 	http     string // base URL
 	gossip   string // HOST:PORT
+	grpc     string // HOST:PORT of Envoy's rate limit service
 	args     []string
 	cmd      *exec.Cmd
 	stderr   *lockedBuffer
@@ -119,7 +120,8 @@ func startCluster(t *testing.T, n int, rules string, extra ...string) *testClust
 		for attempt := 0; ; attempt++ {
 			p.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 			p.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-rules", path, "-log-level", "warn"}
+			p.grpc = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-grpc-addr", p.grpc, "-rules", path, "-log-level", "warn"}
 			if i > 0 {
 				p.args = append(p.args, "-join", c.procs[0].gossip)
 			}

@@ -59,7 +59,7 @@ func newBoundsFixture(t *testing.T, rules string, budget bool) *boundsFixture {
 	if err := fx.ctr.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}
-	if fx.lim, err = limiter.New(fx.ctr, parseRules(t, rules)); err != nil {
+	if fx.lim, err = limiter.New(fx.ctr, mustRules(t, rules)); err != nil {
 		t.Fatal(err)
 	}
 	// No time attribute: the output is deterministic.
@@ -76,7 +76,7 @@ func newBoundsFixture(t *testing.T, rules string, budget bool) *boundsFixture {
 	return fx
 }
 
-func parseRules(t *testing.T, rules string) *limiter.RuleSet {
+func mustRules(t *testing.T, rules string) *limiter.RuleSet {
 	t.Helper()
 	rs, err := limiter.Parse("rules.yaml", []byte(rules))
 	if err != nil {
@@ -223,7 +223,7 @@ func TestBoundsWarnOnceAndRecover(t *testing.T) {
 			do: func() {
 				rules := strings.Replace(boundsRules, "{limit: 10, window: 1s}", "{limit: 20, window: 1s}", 1)
 				rules = rules[:strings.Index(rules, "  - name: burst")] + rules[strings.Index(rules, "  - name: trial"):]
-				if err := fx.lim.SetRules(parseRules(t, rules)); err != nil {
+				if err := fx.lim.SetRules(mustRules(t, rules)); err != nil {
 					t.Fatal(err)
 				}
 				fx.bw.check("rules reloaded")
@@ -373,7 +373,7 @@ func TestBoundsSingleNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := limiter.New(c, parseRules(t, boundsRules))
+	lim, err := limiter.New(c, mustRules(t, boundsRules))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,9 @@ const envPrefix = "LIMITERD_"
 // config is everything main needs, from flags and the environment.
 type config struct {
 	httpAddr        string
-	rulesPath       string
+	rulesPaths      []string // -rules, in order
+	grpcAddr        string
+	draft03Headers  bool
 	keyHeader       string
 	maxKeys         int
 	shards          int
@@ -55,6 +57,33 @@ type config struct {
 	gossipKeys          [][]byte // from gossipKeyFile
 }
 
+// fileList is a flag naming files, repeated or separated by commas; the
+// first use replaces the default.
+type fileList struct {
+	paths []string
+	set   bool
+}
+
+func (f *fileList) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(f.paths, ",")
+}
+
+func (f *fileList) Set(v string) error {
+	if !f.set {
+		f.paths, f.set = nil, true
+	}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			return errors.New("an empty file name")
+		}
+		f.paths = append(f.paths, p)
+	}
+	return nil
+}
+
 // defaultBindAddr is where memberlist listens when only -join is given.
 const defaultBindAddr = "0.0.0.0:7946"
 
@@ -71,7 +100,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.SetOutput(stderr)
 	cdef := counter.DefaultConfig()
 	fs.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8080", "`HOST:PORT` the HTTP API (/check, /metrics, /healthz, /readyz) listens on")
-	fs.StringVar(&cfg.rulesPath, "rules", "testdata/rules.yaml", "rule `FILE` (YAML); reloaded on SIGHUP and when the file changes")
+	rules := &fileList{paths: []string{"testdata/rules.yaml"}}
+	fs.Var(rules, "rules", "rule `FILE`: limiterd's YAML, or an envoyproxy/ratelimit configuration as it is (recognised by its top-level domain); repeat the flag (or separate with commas) for several, side by side; reloaded on SIGHUP and when a file changes")
+	fs.StringVar(&cfg.grpcAddr, "grpc-addr", "", "`HOST:PORT` for Envoy's rate limit service (gRPC envoy.service.ratelimit.v3, with health and reflection); off when empty")
+	fs.BoolVar(&cfg.draft03Headers, "envoy-draft03-headers", false, "also send X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset in Envoy's response_headers_to_add, as envoyproxy/ratelimit does, beside the RateLimit fields")
 	fs.StringVar(&cfg.keyHeader, "key-header", httpapi.DefaultConfig().KeyHeader, "request `HEADER` the key is taken from when /check has no key parameter (X-Forwarded-For: its first address)")
 	fs.IntVar(&cfg.maxKeys, "max-keys", cdef.MaxKeys, "most (rule limit, key) pairs tracked at once, which bounds memory; new keys past it are allowed uncounted (metric limiterd_untracked_checks_total)")
 	fs.IntVar(&cfg.shards, "shards", cdef.Shards, "independently locked partitions of the key space (a power of two)")
@@ -104,8 +136,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 Usage: limiterd [flags]
 
 Ask it whether a client may proceed with GET /check?key=K[&rule=R][&hits=N]
-(200 allowed, 429 denied). Every flag can also be set by the environment
-variable shown after it; a flag on the command line wins.
+(200 allowed, 429 denied), or, with -grpc-addr, as Envoy's rate limit
+service (envoyproxy/ratelimit's protocol; -rules reads its configuration
+files as they are). Every flag can also be set by the environment variable
+shown after it; a flag on the command line wins.
 
 Alone by default. With -bind-addr and/or -join it is a cluster node: nodes
 find each other over memberlist, send each other their count changes every
@@ -132,9 +166,11 @@ Flags:
 	if envErr != nil {
 		return cfg, envErr
 	}
+	rules.set = false // -rules on the command line replaces LIMITERD_RULES
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	cfg.rulesPaths = rules.paths
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %q (limiterd takes only flags; see -h)", fs.Args())
 	}
@@ -190,7 +226,7 @@ func (c config) validate() error {
 	if c.shutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("-shutdown-timeout must not be negative, got %v", c.shutdownTimeout))
 	}
-	if c.rulesPath == "" {
+	if len(c.rulesPaths) == 0 {
 		errs = append(errs, errors.New("-rules must name a file"))
 	}
 	if c.keyHeader == "" {

@@ -24,12 +24,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 
 	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
 	"github.com/limiterd/limiterd/limiter"
+	"github.com/limiterd/limiterd/rls"
 )
 
 func main() {
@@ -88,7 +90,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		}, func() float64 { return float64(ctr.Stats().Untracked) }),
 	)
 
-	rules, sum, err := loadRules(cfg.rulesPath)
+	rules, sum, err := loadRules(cfg.rulesPaths)
 	if err != nil {
 		return err
 	}
@@ -106,7 +108,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		return err
 	}
 	bounds.check("rules loaded")
-	rel := newReloader(cfg.rulesPath, lim, sum, reg, log, func() { bounds.check("rules reloaded") })
+	rel := newReloader(cfg.rulesPaths, lim, sum, reg, log, func() { bounds.check("rules reloaded") })
 
 	// Take SIGHUP before anyone can learn our address and send it: its
 	// default action would end the process.
@@ -119,6 +121,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		return fmt.Errorf("listen on -http-addr: %w", err)
 	}
 	defer ln.Close() // in case of an early return; Serve closes it otherwise
+	var gln net.Listener
+	if cfg.grpcAddr != "" {
+		if gln, err = net.Listen("tcp", cfg.grpcAddr); err != nil {
+			return fmt.Errorf("listen on -grpc-addr: %w", err)
+		}
+		defer gln.Close()
+	}
 	var dln net.Listener
 	if cfg.pprofAddr != "" {
 		if dln, err = net.Listen("tcp", cfg.pprofAddr); err != nil {
@@ -162,6 +171,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 		}
 		return err
 	}
+	var grpcSrv *grpc.Server
+	if gln != nil {
+		svc, err := rls.New(rls.Config{Draft03Headers: cfg.draft03Headers}, dec, lim, reg, log)
+		if err != nil {
+			if node != nil {
+				_ = node.Close()
+			}
+			return err
+		}
+		grpcSrv = rls.NewServer(svc)
+		log.Info("Envoy rate limit service listening", "grpc", gln.Addr().String())
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -184,10 +205,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 			}
 			return 0
 		}))
-		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules),
+		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPaths, "rule_count", len(rules.Rules),
 			"node", node.Name(), "cluster", node.Addr(), "join", cfg.join, "sync_transport", cfg.syncTransport)
 	} else {
-		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPath, "rule_count", len(rules.Rules))
+		log.Info("limiterd listening", "http", ln.Addr().String(), "rules", cfg.rulesPaths, "rule_count", len(rules.Rules))
 	}
 	if started != nil {
 		started(ln.Addr().String())
@@ -201,7 +222,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	defer nodeCancel()
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 8)
 	wg.Go(func() {
 		if err := rel.watch(ctx, hup); err != nil {
 			// Without a watcher SIGHUP still cannot reach us; treat it as fatal
@@ -215,6 +236,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 			errc <- fmt.Errorf("http server: %w", err)
 		}
 	})
+	if grpcSrv != nil {
+		wg.Go(func() {
+			if err := grpcSrv.Serve(gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("grpc server: %w", err)
+			}
+		})
+	}
 	var debug *http.Server
 	if dln != nil {
 		debug = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
@@ -248,6 +276,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	cancel()
 	sctx, scancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer scancel()
+	if grpcSrv != nil {
+		stopGRPC(sctx, grpcSrv)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
 	}
@@ -257,6 +288,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	nodeCancel() // sends the last changes, leaves the cluster
 	wg.Wait()
 	return runErr
+}
+
+// stopGRPC lets the calls in flight finish, and cuts them off when ctx
+// ends first.
+func stopGRPC(ctx context.Context, g *grpc.Server) {
+	done := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		g.Stop()
+		<-done
+	}
 }
 
 // publishedHTTPAddr is the HTTP address shown to the peers: the listener's,

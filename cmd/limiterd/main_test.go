@@ -26,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.httpAddr != "127.0.0.1:8080" || cfg.rulesPath != "testdata/rules.yaml" || cfg.keyHeader != "X-Forwarded-For" {
+	if cfg.httpAddr != "127.0.0.1:8080" || len(cfg.rulesPaths) != 1 || cfg.rulesPaths[0] != "testdata/rules.yaml" || cfg.keyHeader != "X-Forwarded-For" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 
@@ -43,11 +43,23 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("the command line must win over the environment: max-keys %d", cfg.maxKeys)
 	}
 
+	// -rules: repeated or comma-separated; the command line replaces the
+	// environment's list, not adds to it.
+	env["LIMITERD_RULES"] = "a.yaml,b.yaml"
+	if cfg, err = parseConfig(nil, getenv, io.Discard); err != nil || strings.Join(cfg.rulesPaths, " ") != "a.yaml b.yaml" {
+		t.Errorf("LIMITERD_RULES=a.yaml,b.yaml: %q %v", cfg.rulesPaths, err)
+	}
+	if cfg, err = parseConfig([]string{"-rules", "c.yaml", "-rules", "d.yaml,e.yaml"}, getenv, io.Discard); err != nil || strings.Join(cfg.rulesPaths, " ") != "c.yaml d.yaml e.yaml" {
+		t.Errorf("-rules c.yaml -rules d.yaml,e.yaml: %q %v", cfg.rulesPaths, err)
+	}
+	delete(env, "LIMITERD_RULES")
+
 	bad := []struct {
 		args []string
 		env  map[string]string
 		want string
 	}{
+		{[]string{"-rules", "a.yaml,"}, nil, "an empty file name"},
 		{[]string{"-log-format", "xml"}, nil, "-log-format must be text or json"},
 		{[]string{"-log-level", "loud"}, nil, "-log-level"},
 		{[]string{"-shards", "3"}, nil, "Shards must be a power of two"},

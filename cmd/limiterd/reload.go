@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,13 +19,15 @@ import (
 	"github.com/limiterd/limiterd/limiter"
 )
 
-// reloader keeps a Limiter's rules in step with a rule file. It reloads on
-// demand (SIGHUP) and when the file changes on disk. An invalid new file
-// keeps the old rules running; the error is logged and counted.
+// reloader keeps a Limiter's rules in step with the rule files (-rules,
+// limiterd's YAML and envoyproxy/ratelimit files side by side). It reloads
+// on demand (SIGHUP) and when a file changes on disk. An invalid new file
+// keeps the old rules, of every file, running; the error is logged and
+// counted.
 type reloader struct {
-	path string
-	lim  *limiter.Limiter
-	log  *slog.Logger
+	paths []string
+	lim   *limiter.Limiter
+	log   *slog.Logger
 	// applied, if set, is called after new rules are in force.
 	applied func()
 
@@ -32,16 +36,16 @@ type reloader struct {
 	lastTime    prometheus.Gauge
 
 	mu  sync.Mutex
-	sum [sha256.Size]byte // of the file content last applied
+	sum [sha256.Size]byte // of the files' content last applied
 	// failing: the last load failed, so the file on disk is not the rules
 	// in force (limiterd_rules_last_reload_successful is 0) until a load
 	// succeeds or the file is back to the content in force.
 	failing bool
 }
 
-func newReloader(path string, lim *limiter.Limiter, sum [sha256.Size]byte, reg prometheus.Registerer, log *slog.Logger, applied func()) *reloader {
+func newReloader(paths []string, lim *limiter.Limiter, sum [sha256.Size]byte, reg prometheus.Registerer, log *slog.Logger, applied func()) *reloader {
 	r := &reloader{
-		path: path, lim: lim, log: log, sum: sum, applied: applied,
+		paths: paths, lim: lim, log: log, sum: sum, applied: applied,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "limiterd_rule_reloads_total",
 			Help: "Rule file reloads by result (success, failure).",
@@ -63,43 +67,85 @@ func newReloader(path string, lim *limiter.Limiter, sum [sha256.Size]byte, reg p
 	return r
 }
 
-// loadRules reads and parses the rule file, returning the rules and the
-// content's hash.
-func loadRules(path string) (*limiter.RuleSet, [sha256.Size]byte, error) {
-	data, err := os.ReadFile(path)
+// loadRules reads and parses the rule files; see readRules and parseRules.
+func loadRules(paths []string) (*limiter.RuleSet, [sha256.Size]byte, error) {
+	data, sum, err := readRules(paths)
 	if err != nil {
-		return nil, [sha256.Size]byte{}, fmt.Errorf("read rules: %w", err)
+		return nil, sum, err
 	}
-	rs, err := limiter.Parse(path, data)
-	return rs, sha256.Sum256(data), err
+	rs, err := parseRules(paths, data)
+	return rs, sum, err
 }
 
-// reload loads the file and applies it. With force false it does nothing
-// when the content is unchanged (a file event that changed nothing).
+// readRules reads the rule files and returns their contents and a hash of
+// them all (names included), which tells a change from a file event that
+// changed nothing.
+func readRules(paths []string) ([][]byte, [sha256.Size]byte, error) {
+	h := sha256.New()
+	data := make([][]byte, len(paths))
+	for i, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, [sha256.Size]byte{}, fmt.Errorf("read rules: %w", err)
+		}
+		fmt.Fprintf(h, "%d:%d:%s:", len(path), len(b), path)
+		h.Write(b)
+		data[i] = b
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return data, sum, nil
+}
+
+// parseRules parses each file, limiterd's YAML or an envoyproxy/ratelimit
+// file (limiter.Parse tells them apart), and merges them into one rule
+// set; every file's problems are reported.
+func parseRules(paths []string, data [][]byte) (*limiter.RuleSet, error) {
+	sets := make([]*limiter.RuleSet, 0, len(paths))
+	var errs []error
+	for i, path := range paths {
+		rs, err := limiter.Parse(path, data[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sets = append(sets, rs)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(sets) == 1 {
+		return sets[0], nil
+	}
+	return limiter.Merge(sets...)
+}
+
+// reload loads the files and applies them. With force false it does
+// nothing when the content is unchanged (a file event that changed nothing).
 func (r *reloader) reload(force bool, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	data, err := os.ReadFile(r.path)
+	files := strings.Join(r.paths, ",")
+	data, sum, err := readRules(r.paths)
 	if err == nil {
-		sum := sha256.Sum256(data)
 		if !force && bytes.Equal(sum[:], r.sum[:]) {
 			if r.failing {
-				// The file is back to the rules in force (an invalid
+				// The files are back to the rules in force (an invalid
 				// edit undone): what is on disk is what runs again.
 				r.failing = false
 				r.lastSuccess.Set(1)
-				r.log.Info("rule file is back to the rules in force", "file", r.path, "trigger", why)
+				r.log.Info("rule files are back to the rules in force", "files", files, "trigger", why)
 			}
 			return
 		}
 		var rs *limiter.RuleSet
-		if rs, err = limiter.Parse(r.path, data); err == nil {
+		if rs, err = parseRules(r.paths, data); err == nil {
 			if err = r.lim.SetRules(rs); err == nil {
 				r.sum, r.failing = sum, false
 				r.reloads.WithLabelValues("success").Inc()
 				r.lastSuccess.Set(1)
 				r.lastTime.SetToCurrentTime()
-				r.log.Info("rules reloaded", "file", r.path, "rules", len(rs.Rules), "trigger", why)
+				r.log.Info("rules reloaded", "files", files, "rules", len(rs.Rules), "trigger", why)
 				if r.applied != nil {
 					r.applied()
 				}
@@ -110,7 +156,7 @@ func (r *reloader) reload(force bool, why string) {
 	r.reloads.WithLabelValues("failure").Inc()
 	r.failing = true
 	r.lastSuccess.Set(0)
-	r.log.Error("rules reload failed; the old rules keep running", "file", r.path, "trigger", why, "err", err)
+	r.log.Error("rules reload failed; the old rules keep running", "files", files, "trigger", why, "err", err)
 }
 
 // watch reloads on every value from hup and on changes to the file until
@@ -123,8 +169,14 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) error {
 		return fmt.Errorf("watch rules: %w", err)
 	}
 	defer w.Close()
-	if err := w.Add(filepath.Dir(r.path)); err != nil {
-		return fmt.Errorf("watch rules directory: %w", err)
+	dirs := map[string]bool{}
+	for _, p := range r.paths {
+		if d := filepath.Dir(p); !dirs[d] {
+			dirs[d] = true
+			if err := w.Add(d); err != nil {
+				return fmt.Errorf("watch rules directory: %w", err)
+			}
+		}
 	}
 	const settle = 100 * time.Millisecond
 	timer := time.NewTimer(settle)
