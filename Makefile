@@ -5,7 +5,7 @@ HTTP_ADDR ?= 127.0.0.1:8080
 RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 
-.PHONY: help build run run-one test lint vet race fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 plots seed clean
+.PHONY: help build run run-one test lint vet race k8s-check fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 plots seed clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,7 +19,7 @@ run: build ## start an 8-node cluster on 127.0.0.1 (HTTP 8081-8088) with $(RULES
 run-one: build ## start one limiterd, alone, on $(HTTP_ADDR) with $(RULES)
 	$(BIN)/limiterd -http-addr $(HTTP_ADDR) -rules $(RULES)
 
-test: lint vet race ## everything CI runs: gofmt, go vet, go test -race
+test: lint vet race k8s-check ## everything CI runs: gofmt, go vet, go test -race, the Kubernetes manifests' check
 
 lint: ## fail if any file needs gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -30,6 +30,9 @@ vet: ## go vet
 
 race: ## go test -race over every package
 	$(GO) test -race -count=1 ./...
+
+k8s-check: ## check deploy/kubernetes against the Kubernetes API types (a module of its own)
+	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 fuzz: ## run every fuzz target for $(FUZZTIME) each
 	@for pkg in $$($(GO) list ./...); do \

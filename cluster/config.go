@@ -40,10 +40,17 @@ type Config struct {
 	// the bound address (with 0.0.0.0, a private address of this host).
 	AdvertiseAddr string
 	// Join lists HOST:PORT seeds to join at start; empty starts a cluster
-	// of one that others join. Seeds that are not alive members are joined
-	// again every RejoinInterval, so the halves of a healed partition
-	// merge again (memberlist alone would leave them apart).
+	// of one that others join. HOST may be a name: every address it
+	// resolves to (A and AAAA) is a seed, so a Kubernetes headless
+	// Service's name joins every pod it lists. Seeds that are not alive
+	// members are joined again every RejoinInterval, their names looked up
+	// again each time, so the halves of a healed partition merge again
+	// (memberlist alone would leave them apart) and pods that came later
+	// are found.
 	Join []string
+	// Resolver looks up the names in Join; nil: the system's
+	// (net.DefaultResolver).
+	Resolver *net.Resolver
 	// HTTPAddr, if set, is published to the peers in the node's metadata
 	// and shown in their /cluster.
 	HTTPAddr string

@@ -471,17 +471,18 @@ func (n *Node) joinLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		seeds := n.seedAddrs(ctx)
 		if !n.joined.Load() {
 			n.joins.Add(1)
-			k, err := n.ml.Join(n.cfg.Join)
+			k, err := n.ml.Join(seeds)
 			if err != nil {
-				n.log.Warn("joining the cluster; retrying", "seeds", n.cfg.Join, "err", err)
+				n.log.Warn("joining the cluster; retrying", "seeds", n.cfg.Join, "addresses", seeds, "err", err)
 				t.Reset(retry)
 				continue
 			}
 			n.joined.Store(true)
-			n.log.Info("joined the cluster", "seeds_answered", k, "members", n.ml.NumMembers())
-		} else if missing := n.missingSeeds(); len(missing) > 0 {
+			n.log.Info("joined the cluster", "seeds", n.cfg.Join, "addresses", len(seeds), "seeds_answered", k, "members", n.ml.NumMembers())
+		} else if missing := n.missingSeeds(seeds); len(missing) > 0 {
 			n.joins.Add(1)
 			if k, err := n.ml.Join(missing); err != nil {
 				n.log.Debug("rejoining seeds", "seeds", missing, "err", err)
@@ -493,11 +494,51 @@ func (n *Node) joinLoop(ctx context.Context) {
 	}
 }
 
-// missingSeeds returns the seeds that are neither this node nor an alive
-// member: the other side of a partition that memberlist gave up on. It
-// reads the member table, not memberlist.Members, whose nodes memberlist
-// keeps updating after it returns them.
-func (n *Node) missingSeeds() []string {
+// seedAddrs returns the seeds as IP:PORT addresses: an address stays as
+// it is, and a name becomes every address it resolves to, looked up now
+// (the pods behind a Service name come and go). A name that does not
+// resolve is kept as it is: memberlist tries it again, and says why it
+// fails.
+func (n *Node) seedAddrs(ctx context.Context) []string {
+	r := n.cfg.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	var out []string
+	seen := make(map[string]bool)
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, seed := range n.cfg.Join {
+		host, port, err := net.SplitHostPort(seed)
+		if err != nil || net.ParseIP(host) != nil {
+			add(seed)
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ips, err := r.LookupIPAddr(lctx, host)
+		cancel()
+		if err != nil || len(ips) == 0 {
+			n.log.Debug("looking up a seed", "seed", seed, "err", err)
+			add(seed)
+			continue
+		}
+		for _, ip := range ips {
+			add(net.JoinHostPort(ip.IP.String(), port))
+		}
+	}
+	return out
+}
+
+// missingSeeds returns the seed addresses (seedAddrs) that are neither
+// this node nor an alive member: the other side of a partition that
+// memberlist gave up on, or a pod that came later. It reads the member
+// table, not memberlist.Members, whose nodes memberlist keeps updating
+// after it returns them.
+func (n *Node) missingSeeds(seeds []string) []string {
 	up := make(map[string]bool)
 	n.mu.Lock()
 	for _, m := range n.members {
@@ -507,7 +548,7 @@ func (n *Node) missingSeeds() []string {
 	}
 	n.mu.Unlock()
 	var missing []string
-	for _, seed := range n.cfg.Join {
+	for _, seed := range seeds {
 		addr := seed
 		if a, err := net.ResolveTCPAddr("tcp", seed); err == nil {
 			addr = a.String()

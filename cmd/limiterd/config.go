@@ -117,7 +117,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.nodeName, "node-name", "", "this node's `NAME` in the cluster, unique and stable across restarts (empty: host name and -bind-addr port, e.g. web-3-7946)")
 	fs.StringVar(&cfg.bindAddr, "bind-addr", "", "`HOST:PORT` the cluster (memberlist, UDP and TCP) listens on; cluster mode is on when this or -join is set (with only -join: "+defaultBindAddr+"); neither: a single node")
 	fs.StringVar(&cfg.advertiseAddr, "advertise-addr", "", "`IP:PORT` peers reach this node at, when not -bind-addr (NAT, containers)")
-	join := fs.String("join", "", "`HOST:PORT[,HOST:PORT...]` seeds to join at start, and to join again while they are not members (so the halves of a healed partition merge); /readyz answers 503 until one has answered")
+	join := fs.String("join", "", "`HOST:PORT[,HOST:PORT...]` seeds to join at start, and to join again while they are not members (so the halves of a healed partition merge); a HOST name joins every address it resolves to (a Kubernetes headless Service: every pod); /readyz answers 503 until one has answered")
 	fs.DurationVar(&cfg.syncInterval, "sync-interval", counter.DefaultClusterConfig("-").SyncInterval, "how often each node sends its count changes to every peer (the counter's sync interval: the budget's blind interval too)")
 	fs.DurationVar(&cfg.antiEntropyInterval, "anti-entropy-interval", cdefs.AntiEntropyInterval, "how often each node re-sends its counts of the keys over half their limit (or a heartbeat): a lost datagram is healed within it")
 	fs.DurationVar(&cfg.rejoinInterval, "rejoin-interval", cdefs.RejoinInterval, "how often -join seeds that are not members are joined again")
