@@ -167,8 +167,10 @@ func TestForgedSendersAreDropped(t *testing.T) {
 	if n := len(victim.n.engine.Peers()); n != 1 {
 		t.Fatalf("the engine keeps %d peers, want only the real one", n)
 	}
-	if v, _ := metric(t, victim.reg, "limiterd_sync_not_member_messages_total"); v != 10000 {
-		t.Fatalf("limiterd_sync_not_member_messages_total = %v, want 10000", v)
+	// At least the forged ones: a real peer's message that beats its join
+	// event to the member table (a loaded machine) is dropped the same way.
+	if v, _ := metric(t, victim.reg, "limiterd_sync_not_member_messages_total"); v < 10000 || v > 10010 {
+		t.Fatalf("limiterd_sync_not_member_messages_total = %v, want the 10000 forged (and at most a few real ones early)", v)
 	}
 	// The real member is heard.
 	es := []counter.Entry{{Limit: lim, Key: "victim", Origin: nodes[1].name, Start: now.UnixMilli(), Count: 3}}

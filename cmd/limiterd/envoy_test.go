@@ -102,3 +102,39 @@ func TestServeEnvoyRulesBesideOurs(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestReloadIgnoresOtherFiles: a file written again and again beside the
+// rules (a log, an editor's swap file) does not hold reloads back, and
+// what is written to it is not taken for a change of the rules.
+func TestReloadIgnoresOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := daemon(t, path)
+	noise := filepath.Join(dir, "noise.log")
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond): // far inside the 100 ms settle time
+			}
+			_ = os.WriteFile(noise, []byte(strings.Repeat("x", i%100)), 0o644)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := os.WriteFile(path, []byte(rulesV2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reload despite the noise", func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, `limiterd_rule_reloads_total{result="success"} 1`)
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}

@@ -159,6 +159,26 @@ func (r *reloader) reload(force bool, why string) {
 	r.log.Error("rules reload failed; the old rules keep running", "files", files, "trigger", why, "err", err)
 }
 
+// concerns reports whether a file event in a watched directory may change
+// the rules: an event on a rule file itself (written, or renamed over), or
+// on a name Kubernetes' atomic writer swaps ("..data" and the
+// "..2026_12_01..." directories behind a ConfigMap's symlinks). Any other
+// file in the directory is none of ours: a log written there all the time
+// would otherwise keep resetting the settle timer and no reload would ever
+// run.
+func (r *reloader) concerns(name string) bool {
+	base := filepath.Base(name)
+	if strings.HasPrefix(base, "..") {
+		return true
+	}
+	for _, p := range r.paths {
+		if filepath.Base(p) == base && filepath.Clean(filepath.Dir(p)) == filepath.Clean(filepath.Dir(name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // watch reloads on every value from hup and on changes to the file until
 // ctx ends. It watches the file's directory, not the file, so that editors
 // that write a new file and rename it over the old one, and Kubernetes
@@ -191,7 +211,7 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) error {
 			if !ok {
 				return nil
 			}
-			if ev.Has(fsnotify.Chmod) && !ev.Has(fsnotify.Write) {
+			if ev.Has(fsnotify.Chmod) && !ev.Has(fsnotify.Write) || !r.concerns(ev.Name) {
 				continue
 			}
 			timer.Reset(settle)
