@@ -132,6 +132,11 @@ func deployDaemon(t *testing.T, argv []string, env []string, httpAddr string, tr
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	p.cmd.Stdout = p.stderr
+	// A group of its own, so that the daemon under strace goes with it
+	// whatever happens; and Wait returns even while a child still holds
+	// the output pipe.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +156,7 @@ func deployDaemon(t *testing.T, argv []string, env []string, httpAddr string, tr
 		select {
 		case <-p.exited:
 		case <-time.After(30 * time.Second):
-			syscall.Kill(daemon, syscall.SIGKILL)
-			p.cmd.Process.Kill()
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // the whole group
 			<-p.exited
 		}
 		if t.Failed() {
@@ -166,8 +170,16 @@ func deployDaemon(t *testing.T, argv []string, env []string, httpAddr string, tr
 			if err != nil || len(f) != 1 {
 				return false
 			}
-			daemon, err = strconv.Atoi(f[0])
-			return err == nil
+			pid, err := strconv.Atoi(f[0])
+			if err != nil {
+				return false
+			}
+			// Once it has exec'd limiterd: before, the child is strace's fork.
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || filepath.Base(exe) != "limiterd" {
+				return false
+			}
+			daemon = pid
+			return true
 		})
 	}
 	eventually(t, p.name+" ready", 60*time.Second, func() bool {
