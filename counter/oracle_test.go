@@ -1,6 +1,8 @@
 package counter
 
 import (
+	oracle2 "github.com/limiterd/limiterd/internal/oracle"
+
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -19,30 +21,13 @@ type oracle struct {
 func (o *oracle) accept(t, h int64) { o.at, o.hits = append(o.at, t), append(o.hits, h) }
 
 // inWindow returns the hits accepted in (t-w, t].
-func (o *oracle) inWindow(t, w int64) int64 {
-	var n int64
-	for i := len(o.at) - 1; i >= 0 && o.at[i] > t-w; i-- {
-		if o.at[i] <= t {
-			n += o.hits[i]
-		}
-	}
-	return n
-}
+func (o *oracle) inWindow(t, w int64) int64 { return oracle2.InWindow(o.at, o.hits, t, w) }
 
-// maxInAnyWindow returns the largest number of hits accepted in any interval
-// [a, a+w), by two pointers over the sorted instants.
+// maxInAnyWindow returns the largest number of hits accepted in any
+// interval [a, a+w).
 func (o *oracle) maxInAnyWindow(w int64) int64 {
-	var best, sum int64
-	j := 0
-	for i := range o.at {
-		sum += o.hits[i]
-		for o.at[i]-o.at[j] >= w {
-			sum -= o.hits[j]
-			j++
-		}
-		best = max(best, sum)
-	}
-	return best
+	n, _ := oracle2.MaxInWindow(o.at, o.hits, w)
+	return n
 }
 
 // arrival is one request of a pattern.

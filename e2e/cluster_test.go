@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/limiterd/limiterd/internal/oracle"
+
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -224,13 +226,12 @@ func analyse(log []sent, window time.Duration) (best, definite, rejected, errs i
 		}
 	}
 	slices.SortFunc(ok, func(a, b sent) int { return a.at.Compare(b.at) })
-	j := 0
-	for i := range ok {
-		for ok[i].at.Sub(ok[j].at) >= window {
-			j++
-		}
-		best = max(best, i-j+1)
+	at := make([]time.Duration, len(ok))
+	for i, s := range ok {
+		at[i] = s.at.Sub(ok[0].at)
 	}
+	most, _ := oracle.MaxInWindow(at, nil, window)
+	best = int(most)
 	for j := range ok {
 		end, n := ok[j].at.Add(window), 0
 		for i := j; i < len(ok) && ok[i].at.Before(end); i++ {

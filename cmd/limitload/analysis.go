@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/oracle"
+
 	"cmp"
 	"slices"
 	"time"
@@ -95,10 +97,12 @@ func analyse(recs []record, window time.Duration, limit, worst int, name func(in
 		}
 		ks.Accepted, ks.Rejected = len(acc), len(rej)
 		var at time.Duration
-		ks.MaxInWindow, at = maxInWindow(acc, window)
+		var most int64
+		most, at = oracle.MaxInWindow(acc, nil, window)
+		ks.MaxInWindow = int(most)
 		ks.MaxWindowAtMs = ms(at)
 		ks.Ratio = float64(ks.MaxInWindow) / float64(limit)
-		ks.FalseRejections = falseRejections(acc, rej, window, limit)
+		ks.FalseRejections = oracle.FalseRejections(acc, rej, window, int64(limit))
 		all = append(all, ks)
 		i = j
 	}
@@ -138,41 +142,6 @@ func summarise(all []keyStats, limit, worst int) accuracy {
 		}
 	}
 	return a
-}
-
-// maxInWindow returns the most instants of at (sorted) inside one
-// half-open interval [t, t+window), and the first instant of the first
-// such interval.
-func maxInWindow(at []time.Duration, window time.Duration) (best int, start time.Duration) {
-	lo := 0
-	for hi := range at {
-		for at[hi]-at[lo] >= window {
-			lo++
-		}
-		if n := hi - lo + 1; n > best {
-			best, start = n, at[lo]
-		}
-	}
-	return best, start
-}
-
-// falseRejections counts the rejections r (sorted) for which fewer than
-// limit accepted instants (sorted) lie in (r-window, r]: a limiter that
-// never over-counts must have accepted them.
-func falseRejections(accepted, rejected []time.Duration, window time.Duration, limit int) int {
-	n, lo, hi := 0, 0, 0
-	for _, r := range rejected {
-		for hi < len(accepted) && accepted[hi] <= r {
-			hi++
-		}
-		for lo < hi && accepted[lo] <= r-window {
-			lo++
-		}
-		if hi-lo < limit {
-			n++
-		}
-	}
-	return n
 }
 
 // ms is d in milliseconds, to the microsecond.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/oracle"
+
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -37,8 +39,8 @@ func TestMaxInWindow(t *testing.T) {
 		{"both sides of an edge", append(durs(seedSpreadMs(55_000, 600)...), durs(seedSpreadMs(60_000, 600)...)...), time.Minute, 1200, 55 * time.Second},
 	}
 	for _, tt := range tests {
-		got, start := maxInWindow(tt.at, tt.window)
-		if got != tt.want || start != tt.start {
+		got, start := oracle.MaxInWindow(tt.at, nil, tt.window)
+		if got != int64(tt.want) || start != tt.start {
 			t.Errorf("%s: %d from %v, want %d from %v", tt.name, got, start, tt.want, tt.start)
 		}
 	}
@@ -97,7 +99,7 @@ func TestFalseRejections(t *testing.T) {
 		{"a 9x client", durs(0, 1, 2), durs(3, 4, 5, 999, 1001, 1002), 3, 2},
 	}
 	for _, tt := range tests {
-		if got := falseRejections(tt.acc, tt.rej, time.Second, tt.limit); got != tt.want {
+		if got := oracle.FalseRejections(tt.acc, tt.rej, time.Second, int64(tt.limit)); got != tt.want {
 			t.Errorf("%s: %d false rejections, want %d", tt.name, got, tt.want)
 		}
 		if got := bruteFalse(tt.acc, tt.rej, time.Second, tt.limit); got != tt.want {
@@ -124,10 +126,10 @@ func TestAnalysisAgainstDefinition(t *testing.T) {
 		}
 		slices.Sort(acc)
 		slices.Sort(rej)
-		if got, want := func() int { n, _ := maxInWindow(acc, w); return n }(), bruteMax(acc, w); got != want {
+		if got, want := func() int { n, _ := oracle.MaxInWindow(acc, nil, w); return int(n) }(), bruteMax(acc, w); got != want {
 			t.Fatalf("run %d: maxInWindow %d, definition %d (w %v, %v)", run, got, want, w, acc)
 		}
-		if got, want := falseRejections(acc, rej, w, limit), bruteFalse(acc, rej, w, limit); got != want {
+		if got, want := oracle.FalseRejections(acc, rej, w, int64(limit)), bruteFalse(acc, rej, w, limit); got != want {
 			t.Fatalf("run %d: falseRejections %d, definition %d", run, got, want)
 		}
 	}
