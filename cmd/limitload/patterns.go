@@ -1,6 +1,8 @@
 package main
 
 import (
+	seedpkg "github.com/limiterd/limiterd/internal/seed"
+
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -186,7 +188,7 @@ func newTargetPicker(spread string, seed uint64, n int) targetPicker {
 	case spreadRoundRobin:
 		return &roundRobin{n: n}
 	case spreadLCG:
-		return &lcgPicker{g: lcg{s: uint32(seed)}, n: n}
+		return &lcgPicker{g: seedpkg.NewLCG(uint32(seed)), n: n}
 	default:
 		return &randomPicker{rng: rand.New(rand.NewPCG(seed, 3)), n: n}
 	}
@@ -207,20 +209,10 @@ type randomPicker struct {
 
 func (r *randomPicker) pick() int { return r.rng.IntN(r.n) }
 
-// lcg is the seed study's 32-bit linear congruential generator:
-// s = s*1103515245 + 12345 mod 2^32, returning s / 2^32 in [0, 1).
-// (cmd/limitsim has the same generator; a main package cannot be shared.)
-type lcg struct{ s uint32 }
-
-func (g *lcg) next() float64 {
-	g.s = g.s*1103515245 + 12345
-	return float64(g.s) / 4294967296
-}
-
 type lcgPicker struct {
-	g lcg
+	g *seedpkg.LCG // the seed study's generator
 	n int
 }
 
 // pick is the seed's Math.floor(rnd() * DUGUM).
-func (l *lcgPicker) pick() int { return int(float64(l.g.next() * float64(l.n))) }
+func (l *lcgPicker) pick() int { return l.g.Node(l.n) }

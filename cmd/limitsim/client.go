@@ -49,7 +49,7 @@ func runClient(sc simConfig, at []int64, node func(i int) int) (clientRun, error
 // node its LCG, seeded with seed, draws among n.
 func lcgNodes(seed uint32, n int) func(int) int {
 	rnd := newLCG(seed)
-	return func(int) int { return rnd.node(n) }
+	return func(int) int { return rnd.Node(n) }
 }
 
 // roundRobin sends request i to node i mod n.

@@ -59,7 +59,7 @@ func seedDistributed(scheme distScheme, rate int, interval float64, seed uint32)
 	lastSync := 0.0
 	for i := range n {
 		t := float64(i) / float64(rate)
-		d := rnd.node(distNodes)
+		d := rnd.Node(distNodes)
 		if scheme == schemeDelayed && t-lastSync >= interval {
 			lastGlobal, lastSync = global, t
 			clear(local)
@@ -109,7 +109,7 @@ func limiterdDistributed(sc simConfig, rate int, seed uint32) (distResult, error
 	var d limiter.Decision
 	for i := range n {
 		at := int64(i) * 1000 / int64(rate)
-		if err := sim.check(at, limiterdKey, rnd.node(sc.nodes), &d); err != nil {
+		if err := sim.check(at, limiterdKey, rnd.Node(sc.nodes), &d); err != nil {
 			return distResult{}, err
 		}
 		ty.record(at, limiterdKey, d.Allowed, d.Untracked)

@@ -51,7 +51,7 @@ func runClusterReplay(cfg replayConfig, r io.Reader, w io.Writer) (clusterSummar
 		}
 		node := tr.node
 		if node < 0 {
-			node = pick.node(sc.nodes)
+			node = pick.Node(sc.nodes)
 		}
 		if err := sim.check(req.at, req.key, node, &d); err != nil {
 			return sum, fmt.Errorf("trace line %d: %w", tr.line, err)

@@ -181,7 +181,7 @@ func (r *scaleRun) run() error {
 			return nil
 		}
 		for ; i*1000/r.rate == t; i++ {
-			k := r.keyNames[int(keys.next()*float64(len(r.keyNames)))]
+			k := r.keyNames[int(keys.Next()*float64(len(r.keyNames)))]
 			if err := r.nodes[int(i%int64(r.n))].lim.Check(scaleTime(t), limiter.Request{Key: k, Hits: 1}, &d); err != nil {
 				return err
 			}

@@ -151,7 +151,7 @@ func runWhatif(cfg whatifConfig, r io.Reader, w io.Writer) (whatifReport, error)
 		}
 		node := l.node
 		if cfg.sim.nodes > 0 && node < 0 {
-			node = pick.node(cfg.sim.nodes)
+			node = pick.Node(cfg.sim.nodes)
 		}
 		if err := dec.check(l.at, l.key, node, &d); err != nil {
 			return rep, fmt.Errorf("trace line %d: %w", lr.line, err)

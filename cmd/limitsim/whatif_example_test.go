@@ -33,7 +33,7 @@ func genAccessLog() []byte {
 	start := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
 	rnd := newLCG(20260728)
 	// exp draws an exponential gap of the given mean, at least 1 ms.
-	exp := func(meanMs float64) int64 { return int64(-math.Log(1-rnd.next())*meanMs) + 1 }
+	exp := func(meanMs float64) int64 { return int64(-math.Log(1-rnd.Next())*meanMs) + 1 }
 	var evs []event
 	add := func(ms int64, key string) {
 		if ms < span {
@@ -41,15 +41,15 @@ func genAccessLog() []byte {
 		}
 	}
 	page := func(at int64, key string) {
-		n := 4 + int(rnd.next()*12)
+		n := 4 + int(rnd.Next()*12)
 		for range n {
-			add(at+int64(rnd.next()*1500), key)
+			add(at+int64(rnd.Next()*1500), key)
 		}
 	}
 	for i := range 20 {
 		key := fmt.Sprintf("198.51.100.%d", 11+i*7)
-		from := int64(rnd.next() * span * 0.6)
-		to := from + int64(span*(0.2+rnd.next()*0.4))
+		from := int64(rnd.Next() * span * 0.6)
+		to := from + int64(span*(0.2+rnd.Next()*0.4))
 		for t := from + exp(10_000); t < to; t += exp(30_000) {
 			page(t, key)
 		}
@@ -57,7 +57,7 @@ func genAccessLog() []byte {
 	for t := 120_000 + exp(1800); t < 360_000; t += exp(1800) {
 		page(t, "192.0.2.10")
 	}
-	for t := int64(300_000); t < 390_000; t += 60 + int64(rnd.next()*45) {
+	for t := int64(300_000); t < 390_000; t += 60 + int64(rnd.Next()*45) {
 		add(t, "203.0.113.66")
 	}
 	for _, c := range []struct {
