@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/seed"
+
 	"github.com/limiterd/limiterd/internal/oracle"
 
 	"fmt"
@@ -36,7 +38,7 @@ func TestMaxInWindow(t *testing.T) {
 		{"same instant", durs(7, 7, 7, 2000), time.Second, 3, 7 * time.Millisecond},
 		// The seed's edge burst against a fixed window: 600 before the edge
 		// and 600 after it are within one window of each other.
-		{"both sides of an edge", append(durs(seedSpreadMs(55_000, 600)...), durs(seedSpreadMs(60_000, 600)...)...), time.Minute, 1200, 55 * time.Second},
+		{"both sides of an edge", append(seed.Spread(55*time.Second, 5*time.Second, 600), seed.Spread(time.Minute, 5*time.Second, 600)...), time.Minute, 1200, 55 * time.Second},
 	}
 	for _, tt := range tests {
 		got, start := oracle.MaxInWindow(tt.at, nil, tt.window)

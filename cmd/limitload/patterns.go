@@ -3,8 +3,6 @@ package main
 import (
 	seedpkg "github.com/limiterd/limiterd/internal/seed"
 
-	"math"
-	"math/bits"
 	"math/rand/v2"
 	"time"
 )
@@ -28,11 +26,11 @@ type schedule interface {
 func newSchedule(cfg *Config) schedule {
 	switch cfg.Pattern {
 	case patternSteady:
-		return &listSchedule{at: steadyTimes(cfg.Limit, cfg.Window, cfg.Factor, cfg.Duration)}
+		return &listSchedule{at: seedpkg.Steady(cfg.Limit, cfg.Window, cfg.Factor, cfg.Duration)}
 	case patternEdgeBurst:
-		return &listSchedule{at: capTimes(edgeBurstTimes(cfg.Limit, cfg.Window), cfg.Duration)}
+		return &listSchedule{at: capTimes(seedpkg.EdgeBurst(cfg.Limit, cfg.Window), cfg.Duration)}
 	case patternIntermittent:
-		return &listSchedule{at: capTimes(intermittentTimes(cfg.Limit, cfg.Window), cfg.Duration)}
+		return &listSchedule{at: capTimes(seedpkg.Intermittent(cfg.Limit, cfg.Window), cfg.Duration)}
 	case patternRandom:
 		return newPoisson(cfg.Seed, cfg.Rate, cfg.Duration, nil)
 	default: // patternKeys
@@ -52,64 +50,6 @@ func (s *listSchedule) next() (arrival, bool) {
 	}
 	s.i++
 	return arrival{at: s.at[s.i-1]}, true
-}
-
-// sliceOf is the seed's 5 s slice scaled: a twelfth of the window.
-func sliceOf(window time.Duration) time.Duration { return window / 12 }
-
-// steadyTimes is the seed's "steady at k x the limit": request i at
-// i x window/(factor x limit), every instant before d. With the seed's
-// 600 per 60 s, factor 2 and 180 s it is one request every 50 ms, 3,600
-// requests.
-func steadyTimes(limit int, window time.Duration, factor float64, d time.Duration) []time.Duration {
-	step := float64(window) / (factor * float64(limit))
-	n := int(math.Ceil(float64(d) / step))
-	at := make([]time.Duration, 0, n)
-	for i := range n {
-		t := time.Duration(float64(i) * step)
-		if t >= d {
-			break
-		}
-		at = append(at, t)
-	}
-	return at
-}
-
-// spread returns n instants spread evenly over [start, start+span):
-// request i at start + floor(i x span / n), the seed's layout of a burst.
-// The product is taken in 128 bits, so any span and n are exact.
-func spread(start, span time.Duration, n int) []time.Duration {
-	at := make([]time.Duration, n)
-	for i := range at {
-		hi, lo := bits.Mul64(uint64(i), uint64(span))
-		q, _ := bits.Div64(hi, lo, uint64(n)) // i < n, so q < span: no overflow
-		at[i] = start + time.Duration(q)
-	}
-	return at
-}
-
-// edgeBurstTimes is the seed's "burst on both sides of a window edge": for
-// each edge E at 1 and 2 windows, a full limit spread over the slice before
-// E and another over the slice after it; 4 x limit requests, in order.
-func edgeBurstTimes(limit int, window time.Duration) []time.Duration {
-	s := sliceOf(window)
-	var at []time.Duration
-	for _, edge := range []time.Duration{window, 2 * window} {
-		at = append(at, spread(edge-s, s, limit)...)
-		at = append(at, spread(edge, s, limit)...)
-	}
-	return at // the four bursts do not overlap, so this is sorted
-}
-
-// intermittentTimes is the seed's "intermittent, exactly at the limit": a
-// full limit spread over the first slice of each of three windows.
-func intermittentTimes(limit int, window time.Duration) []time.Duration {
-	s := sliceOf(window)
-	var at []time.Duration
-	for k := range 3 {
-		at = append(at, spread(time.Duration(k)*window, s, limit)...)
-	}
-	return at
 }
 
 // capTimes drops the instants at or after d (an explicit --duration shorter

@@ -1,6 +1,8 @@
 package main
 
 import (
+	seedpkg "github.com/limiterd/limiterd/internal/seed"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -165,7 +167,7 @@ func writeText(w io.Writer, r *Report) error {
 		r.RunID, describePattern(r), r.Limit, window, len(r.Targets), r.Spread, r.Client, r.Conns)
 	if r.Pattern != patternKeys && r.Pattern != patternRandom && r.SeedScale != 1 {
 		fmt.Fprintf(bw, "  window %v: the seed's 60 s patterns are scaled by %.4g (its 5 s slice is %v here)\n",
-			window, r.SeedScale, sliceOf(window))
+			window, r.SeedScale, seedpkg.SliceOf(window))
 	}
 	if r.Interrupted {
 		fmt.Fprintln(bw, "  INTERRUPTED: a partial report of what was answered")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/seed"
+
 	"bytes"
 	"math/rand/v2"
 	"slices"
@@ -179,7 +181,7 @@ func randomBursty(rng *rand.Rand, durationMs int64) []int64 {
 		if rng.IntN(3) == 0 {
 			t0 -= t0 % 200
 		}
-		at = append(at, spread(t0, 1+rng.Int64N(400), 1+rng.IntN(700))...)
+		at = append(at, seed.Spread(t0, 1+rng.Int64N(400), 1+rng.IntN(700))...)
 	}
 	slices.Sort(at)
 	return at

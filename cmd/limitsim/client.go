@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/seed"
+
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -73,7 +75,7 @@ func steadyAt(rate float64, durationMs int64) []int64 {
 func burstsAt(limit int, windowMs, spanMs, durationMs int64) []int64 {
 	var at []int64
 	for start := int64(0); start < durationMs; start += windowMs {
-		at = append(at, spread(start, spanMs, limit)...)
+		at = append(at, seed.Spread(start, spanMs, limit)...)
 	}
 	return at
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/seed"
+
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -122,7 +124,7 @@ func coordPattern(rng *rand.Rand, kind int, limit, windowMs, syncMs int64, n int
 			if rng.IntN(3) == 0 {
 				start -= start % syncMs
 			}
-			for i, at := range spread(start, 1+rng.Int64N(2*syncMs), 1+rng.IntN(int(limit))) {
+			for i, at := range seed.Spread(start, 1+rng.Int64N(2*syncMs), 1+rng.IntN(int(limit))) {
 				hits := int64(1)
 				if i%4 == 0 {
 					hits = 1 + rng.Int64N(maxHits)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/limiterd/limiterd/internal/seed"
+
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -145,7 +147,7 @@ func TestLimiterdRandomBursts(t *testing.T) {
 		var t0 int64
 		for t0 < 3*seedDurationMs {
 			t0 += rng.Int64N(seedSliceMs)
-			at = append(at, spread(t0, 1+rng.Int64N(200), 1+rng.IntN(120))...)
+			at = append(at, seed.Spread(t0, 1+rng.Int64N(200), 1+rng.IntN(120))...)
 		}
 		slices.Sort(at)
 		m, err := limiterd(counter.DefaultConfig(), seedLimit, seedWindowMs*time.Millisecond, seedSlices)

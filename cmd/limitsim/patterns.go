@@ -1,6 +1,6 @@
 package main
 
-import "slices"
+import "github.com/limiterd/limiterd/internal/seed"
 
 // A pattern is one client's deterministic arrival pattern: the instants
 // (ms, non-decreasing) of its requests.
@@ -37,51 +37,18 @@ func seedPatterns() []pattern {
 	}
 }
 
-// spread returns n instants spread evenly over [start, start+span): request
-// i at start + floor(i*span/n), as the seed lays out its bursts.
-func spread(start, span int64, n int) []int64 {
-	at := make([]int64, n)
-	for i := range at {
-		at[i] = start + int64(i)*span/int64(n)
-	}
-	return at
-}
-
 // steady2x is the seed's "duzgun 2x": twice the limit rate, one request
 // every 50 ms, 3,600 requests.
-func steady2x() []int64 {
-	n := seedDurationMs / 1000 * 20
-	at := make([]int64, n)
-	for i := range at {
-		at[i] = int64(i) * 50
-	}
-	return at
-}
+func steady2x() []int64 { return seed.Steady[int64](seedLimit, seedWindowMs, 2, seedDurationMs) }
 
-// edgeBurst is the seed's "sinirda yigin": for each window edge E at 60 s and
-// 120 s, a full limit in the slice before E and another in the slice after,
-// 2,400 requests, sorted. A fixed window counts the two halves in different
-// windows and lets 2x through.
-func edgeBurst() []int64 {
-	var at []int64
-	for _, edge := range []int64{seedWindowMs, 2 * seedWindowMs} {
-		at = append(at, spread(edge-seedSliceMs, seedSliceMs, seedLimit)...)
-		at = append(at, spread(edge, seedSliceMs, seedLimit)...)
-	}
-	slices.Sort(at)
-	return at
-}
+// edgeBurst is the seed's "sinirda yigin": for each window edge at 60 s and
+// 120 s, a full limit in the slice before it and another in the slice
+// after, 2,400 requests.
+func edgeBurst() []int64 { return seed.EdgeBurst[int64](seedLimit, seedWindowMs) }
 
 // intermittent is the seed's "aralikli tam sinir": a full limit in the first
-// 5 s of every minute, 1,800 requests. The client never exceeds its limit in
-// any 60 s interval, so NFR2 says none may be rejected.
-func intermittent() []int64 {
-	var at []int64
-	for k := int64(0); k < seedDurationMs/seedWindowMs; k++ {
-		at = append(at, spread(k*seedWindowMs, seedSliceMs, seedLimit)...)
-	}
-	return at
-}
+// 5 s of every minute, 1,800 requests.
+func intermittent() []int64 { return seed.Intermittent[int64](seedLimit, seedWindowMs) }
 
 // sliceEndBurstMs is how long each burst of sliceEnd lasts.
 const sliceEndBurstMs = 100
@@ -101,7 +68,7 @@ func sliceEnd() []int64 {
 		seedSlices * seedSliceMs,      // the start of slice 12: slice 0 forgotten
 		2 * seedSlices * seedSliceMs,  // the start of slice 24: slice 12 forgotten
 	} {
-		at = append(at, spread(start, sliceEndBurstMs, seedLimit)...)
+		at = append(at, seed.Spread(start, sliceEndBurstMs, seedLimit)...)
 	}
 	return at
 }

@@ -1,7 +1,8 @@
 // Package seed holds what limiterd's tools take from the design study it
 // started from (the seed documents, ../shared/seeds): its random number
 // generator, so that a simulation and a load run draw the study's node
-// choices exactly. One implementation, for cmd/limitsim and cmd/limitload.
+// choices exactly, and its arrival patterns, at any limit and window. One
+// implementation, for cmd/limitsim and cmd/limitload.
 //
 // An LCG is not safe for concurrent use; its zero value is the generator
 // seeded with 0.
