@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"github.com/limiterd/limiterd/internal/yamlnode"
+
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -168,7 +170,7 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 // checkWithOverride is Check of a request with a limit override.
 func (l *Limiter) checkWithOverride(t time.Time, req Request, d *Decision) error {
 	if req.Rule != "" {
-		return fmt.Errorf("%w: a request with a limit override must not name a rule, got %q", ErrInvalidLimit, truncate(req.Rule))
+		return fmt.Errorf("%w: a request with a limit override must not name a rule, got %q", ErrInvalidLimit, yamlnode.Truncate(req.Rule))
 	}
 	var ov overrideScratch
 	if err := l.override(*req.Limit, req.Hits, &ov); err != nil {
@@ -350,7 +352,7 @@ func (cp *compiled) resolve(req Request) (*compiledRule, error) {
 		if r := cp.byName[req.Rule]; r != nil {
 			return r, nil
 		}
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRule, truncate(req.Rule))
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRule, yamlnode.Truncate(req.Rule))
 	}
 	for _, r := range cp.matchers {
 		if r.pat.match(req.Key) {

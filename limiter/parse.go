@@ -1,15 +1,15 @@
 package limiter
 
 import (
+	"github.com/limiterd/limiterd/internal/yamlnode"
+
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -101,14 +101,14 @@ func (p *parser) file(data []byte) *RuleSet {
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = deref(root.Content[0])
+		root = yamlnode.Deref(root.Content[0])
 	}
-	if isNull(root) {
+	if yamlnode.IsNull(root) {
 		p.errs.add(0, "no rules: the file is empty (it needs a %q list)", fRules)
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errs.add(root.Line, "the file must be a mapping with a %q list, got %s", fRules, describe(root))
+		p.errs.add(root.Line, "the file must be a mapping with a %q list, got %s", fRules, yamlnode.Describe(root))
 		return nil
 	}
 	fields := p.fields(root, "", topFields())
@@ -118,18 +118,18 @@ func (p *parser) file(data []byte) *RuleSet {
 		p.errs.add(root.Line, "no rules: missing the %q list", fRules)
 		return nil
 	}
-	if isNull(rules) || rules.Kind == yaml.SequenceNode && len(rules.Content) == 0 {
+	if yamlnode.IsNull(rules) || rules.Kind == yaml.SequenceNode && len(rules.Content) == 0 {
 		p.errs.add(rules.Line, "no rules: the %q list is empty", fRules)
 		return nil
 	}
 	if rules.Kind != yaml.SequenceNode {
-		p.errs.add(rules.Line, "field %q: must be a list of rules, got %s", fRules, describe(rules))
+		p.errs.add(rules.Line, "field %q: must be a list of rules, got %s", fRules, yamlnode.Describe(rules))
 		return nil
 	}
 	rs := &RuleSet{Rules: make([]Rule, 0, len(rules.Content))}
 	refs := make([]ruleRef, 0, len(rules.Content))
 	for i, n := range rules.Content {
-		r, ref := p.rule(i, deref(n))
+		r, ref := p.rule(i, yamlnode.Deref(n))
 		rs.Rules = append(rs.Rules, r)
 		refs = append(refs, ref)
 	}
@@ -142,7 +142,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	r := Rule{Line: n.Line}
 	ref := ruleRef{label: fmt.Sprintf("rules[%d]", i), line: n.Line, nameLine: n.Line, index: i}
 	if n.Kind != yaml.MappingNode {
-		p.errs.add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, describe(n))
+		p.errs.add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, yamlnode.Describe(n))
 		return r, ref
 	}
 	// The name first: later messages call the rule by it.
@@ -183,7 +183,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	if v := f.value[fShadow]; v != nil {
 		var b bool
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
-			p.errs.add(v.Line, "%s: field %q: must be true or false, got %s", label, fShadow, describe(v))
+			p.errs.add(v.Line, "%s: field %q: must be true or false, got %s", label, fShadow, yamlnode.Describe(v))
 		}
 		r.Shadow = b
 	}
@@ -211,7 +211,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 // limitList reads a rule's "limits" list.
 func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
 	if n.Kind != yaml.SequenceNode {
-		p.errs.add(n.Line, "%s: field %q: must be a list of {limit, window, slices}, got %s", label, fLimits, describe(n))
+		p.errs.add(n.Line, "%s: field %q: must be a list of {limit, window, slices}, got %s", label, fLimits, yamlnode.Describe(n))
 		return nil
 	}
 	if len(n.Content) == 0 || len(n.Content) > counter.MaxLimitsPerCall {
@@ -221,10 +221,10 @@ func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
 	specs := make([]LimitSpec, 0, len(n.Content))
 	ok := true
 	for j, e := range n.Content {
-		e = deref(e)
+		e = yamlnode.Deref(e)
 		where := fmt.Sprintf("%s: limits[%d]", label, j)
 		if e.Kind != yaml.MappingNode {
-			p.errs.add(e.Line, "%s: must be a mapping such as {limit: 10, window: 1s}, got %s", where, describe(e))
+			p.errs.add(e.Line, "%s: must be a mapping such as {limit: 10, window: 1s}, got %s", where, yamlnode.Describe(e))
 			ok = false
 			continue
 		}
@@ -288,7 +288,7 @@ func (p *parser) limitSpec(where string, n *yaml.Node, f fieldSet) (LimitSpec, b
 // milliseconds in range.
 func (p *parser) window(v *yaml.Node, where string) (time.Duration, bool) {
 	bad := func() (time.Duration, bool) {
-		p.errs.add(v.Line, "%s: field %q: must be a Go duration such as \"60s\" or \"500ms\", got %s", where, fWindow, describe(v))
+		p.errs.add(v.Line, "%s: field %q: must be a Go duration such as \"60s\" or \"500ms\", got %s", where, fWindow, yamlnode.Describe(v))
 		return 0, false
 	}
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
@@ -298,7 +298,7 @@ func (p *parser) window(v *yaml.Node, where string) (time.Duration, bool) {
 	if err != nil {
 		return bad()
 	}
-	if msg := checkWindow(d, truncate(v.Value)); msg != "" {
+	if msg := checkWindow(d, yamlnode.Truncate(v.Value)); msg != "" {
 		p.errs.add(v.Line, "%s: field %q: %s", where, fWindow, msg)
 		return 0, false
 	}
@@ -311,20 +311,20 @@ func (p *parser) integer(v *yaml.Node, where, field string, lo, hi int64) (int64
 	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" && v.Decode(&n) == nil && lo <= n && n <= hi {
 		return n, true
 	}
-	p.errs.add(v.Line, "%s: field %q: %s", where, field, intRange(lo, hi, describe(v)))
+	p.errs.add(v.Line, "%s: field %q: %s", where, field, intRange(lo, hi, yamlnode.Describe(v)))
 	return 0, false
 }
 
 // str reads a scalar as text. Any non-null scalar will do: "name: 2024" is
 // the text 2024, as a user means it.
 func (p *parser) str(v *yaml.Node, where, field string) (string, bool) {
-	if v.Kind == yaml.ScalarNode && !isNull(v) {
+	if v.Kind == yaml.ScalarNode && !yamlnode.IsNull(v) {
 		return v.Value, true
 	}
-	if isNull(v) {
+	if yamlnode.IsNull(v) {
 		p.errs.add(v.Line, "%s: field %q: must not be empty", where, field)
 	} else {
-		p.errs.add(v.Line, "%s: field %q: must be text, got %s", where, field, describe(v))
+		p.errs.add(v.Line, "%s: field %q: must be text, got %s", where, field, yamlnode.Describe(v))
 	}
 	return "", false
 }
@@ -347,12 +347,12 @@ type fieldProblem struct {
 func (p *parser) fields(n *yaml.Node, label string, known []string) fieldSet {
 	f := fieldSet{label: label, value: make(map[string]*yaml.Node), key: make(map[string]*yaml.Node)}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		k, v := yamlnode.Deref(n.Content[i]), yamlnode.Deref(n.Content[i+1])
 		name := k.Value
 		if k.Kind != yaml.ScalarNode {
-			name = describe(k)
+			name = yamlnode.Describe(k)
 		}
-		name = truncate(name)
+		name = yamlnode.Truncate(name)
 		switch {
 		case !contains(known, name) || k.Kind != yaml.ScalarNode:
 			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: unknown field (known fields: %s)", name, strings.Join(known, ", "))})
@@ -379,65 +379,8 @@ func (p *parser) reportFields(f fieldSet) {
 // yamlError reports a YAML syntax error at the line yaml names, if any, in
 // the same "source:line:" form as every other problem.
 func (p *parser) yamlError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, after, ok := strings.Cut(rest, ": "); ok {
-			if n, err := strconv.Atoi(num); err == nil {
-				line, msg = n, after
-			}
-		}
-	}
+	line, msg := yamlnode.SyntaxError(err)
 	p.errs.add(line, "invalid YAML: %s", msg)
-}
-
-// deref follows aliases (*name) to the node they stand for. The chain is
-// bounded: yaml rejects an alias to an anchor not yet complete.
-func deref(n *yaml.Node) *yaml.Node {
-	for range 100 {
-		if n.Kind != yaml.AliasNode || n.Alias == nil {
-			return n
-		}
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describe names what a node holds, for "got ..." in messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if isNull(n) {
-			return "nothing"
-		}
-		if n.ShortTag() == "!!str" {
-			return strconv.Quote(truncate(n.Value))
-		}
-		return truncate(n.Value)
-	}
-	return "an unsupported YAML node"
-}
-
-// truncate shortens text quoted back in a message: the point is to
-// recognise it, and the file may hold anything.
-func truncate(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 func contains(list []string, s string) bool {

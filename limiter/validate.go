@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"github.com/limiterd/limiterd/internal/yamlnode"
+
 	"cmp"
 	"fmt"
 	"slices"
@@ -130,7 +132,7 @@ func checkEnvoyConfigs(cs []*envoyrules.Config, at []origin, errs *problems) {
 			if other == o.source {
 				other = fmt.Sprintf("envoy[%d] of the same file", at[j].index)
 			}
-			errs.addIn(o.source, o.rank, 0, "Envoy domain %q: already the domain of %s; give each domain one file", truncate(c.Domain), other)
+			errs.addIn(o.source, o.rank, 0, "Envoy domain %q: already the domain of %s; give each domain one file", yamlnode.Truncate(c.Domain), other)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package envoyrules
 
 import (
+	"github.com/limiterd/limiterd/internal/yamlnode"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -49,12 +51,12 @@ func IsEnvoyConfig(data []byte) bool {
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
 		return false
 	}
-	root := deref(doc.Content[0])
+	root := yamlnode.Deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
 		return false
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k := deref(root.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() == "!!str" && k.Value == fDomain {
+		if k := yamlnode.Deref(root.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() == "!!str" && k.Value == fDomain {
 			return true
 		}
 	}
@@ -119,14 +121,14 @@ func (p *parser) file(data []byte) *Config {
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = deref(root.Content[0])
+		root = yamlnode.Deref(root.Content[0])
 	}
-	if isNull(root) {
+	if yamlnode.IsNull(root) {
 		p.errs.add(root.Line, "the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain)
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errs.add(root.Line, "the file must be a mapping with %q and %q, got %s", fDomain, fDescriptors, describe(root))
+		p.errs.add(root.Line, "the file must be a mapping with %q and %q, got %s", fDomain, fDescriptors, yamlnode.Describe(root))
 		return nil
 	}
 	fs := p.fields(root, topFields())
@@ -152,11 +154,11 @@ func (p *parser) file(data []byte) *Config {
 // list reads a "descriptors" list (nil or null: none) under the node at
 // parent; label names the owner in messages ("" at the top level).
 func (p *parser) list(v *yaml.Node, parent, label string, depth int) []*Descriptor {
-	if v == nil || isNull(v) {
+	if v == nil || yamlnode.IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		p.errs.add(v.Line, "%sfield %q: must be a list of descriptors, got %s", prefix(label), fDescriptors, describe(v))
+		p.errs.add(v.Line, "%sfield %q: must be a list of descriptors, got %s", prefix(label), fDescriptors, yamlnode.Describe(v))
 		return nil
 	}
 	if depth > maxDepth {
@@ -166,12 +168,12 @@ func (p *parser) list(v *yaml.Node, parent, label string, depth int) []*Descript
 	out := make([]*Descriptor, 0, len(v.Content))
 	first := make(map[string]*Descriptor, len(v.Content))
 	for i, item := range v.Content {
-		item = deref(item)
+		item = yamlnode.Deref(item)
 		if !p.visit(item) {
 			return out
 		}
 		if item.Kind != yaml.MappingNode {
-			p.errs.add(item.Line, "%sfield %q: item %d must be a mapping with a %q, got %s", prefix(label), fDescriptors, i, fKey, describe(item))
+			p.errs.add(item.Line, "%sfield %q: item %d must be a mapping with a %q, got %s", prefix(label), fDescriptors, i, fKey, yamlnode.Describe(item))
 			continue
 		}
 		if p.onStack[item] {
@@ -200,7 +202,7 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 	d = &Descriptor{Line: n.Line}
 	var keyMsg, valueMsg string
 	keyLine := n.Line
-	if k := fs.val[fKey]; k == nil || isNull(k) {
+	if k := fs.val[fKey]; k == nil || yamlnode.IsNull(k) {
 		keyMsg = "missing (upstream: descriptor has empty key)"
 	} else {
 		keyLine = k.Line
@@ -209,7 +211,7 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 			keyMsg = "must not be empty (upstream: descriptor has empty key)"
 		}
 	}
-	if v := fs.val[fValue]; v != nil && !isNull(v) {
+	if v := fs.val[fValue]; v != nil && !yamlnode.IsNull(v) {
 		d.Value, valueMsg = str(v)
 	}
 	keyOK = keyMsg == "" && valueMsg == ""
@@ -232,7 +234,7 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 	}
 	p.report(label, "", fs)
 
-	if v := fs.val[fRateLimit]; v != nil && !isNull(v) {
+	if v := fs.val[fRateLimit]; v != nil && !yamlnode.IsNull(v) {
 		d.Limit, d.Replaces = p.rateLimit(v, fs.key[fRateLimit].Line, label)
 	}
 	d.ShadowMode = p.flag(fs, fShadowMode, label, "")
@@ -246,11 +248,11 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 	if p.flag(fs, fShareThreshold, label, "") {
 		p.errs.add(fs.val[fShareThreshold].Line, "%s: field %q: not supported by limiterd (upstream counts every value matching the wildcard in one shared counter; limiterd would count each value apart and allow more); remove it or set it to false", label, fShareThreshold)
 	}
-	if v := fs.val[fMetadata]; v != nil && !isNull(v) && v.Kind != yaml.MappingNode {
+	if v := fs.val[fMetadata]; v != nil && !yamlnode.IsNull(v) && v.Kind != yaml.MappingNode {
 		// Upstream returns metadata in the response's dynamic metadata when
 		// RESPONSE_DYNAMIC_METADATA is enabled; it never changes a decision.
 		// limiterd accepts and ignores it.
-		p.errs.add(v.Line, "%s: field %q: must be a mapping, got %s", label, fMetadata, describe(v))
+		p.errs.add(v.Line, "%s: field %q: must be a mapping, got %s", label, fMetadata, yamlnode.Describe(v))
 	}
 	d.Descriptors = p.list(fs.val[fDescriptors], d.Path, label, depth+1)
 	return d, keyOK
@@ -278,24 +280,24 @@ const rlPrefix = fRateLimit + "."
 // line, the "rate_limit" key's.
 func (p *parser) rateLimit(v *yaml.Node, line int, label string) (*RateLimit, []string) {
 	if v.Kind != yaml.MappingNode {
-		p.errs.add(v.Line, "%s: field %q: must be a mapping with %q and %q, got %s", label, fRateLimit, fUnit, fRequestsPerUnit, describe(v))
+		p.errs.add(v.Line, "%s: field %q: must be a mapping with %q and %q, got %s", label, fRateLimit, fUnit, fRequestsPerUnit, yamlnode.Describe(v))
 		return nil, nil
 	}
 	fs := p.fields(v, rateLimitFields())
 	p.report(label, rlPrefix, fs)
 	rl := &RateLimit{}
 	rl.Unlimited = p.flag(fs, fUnlimited, label, rlPrefix)
-	if n := fs.val[fName]; n != nil && !isNull(n) {
+	if n := fs.val[fName]; n != nil && !yamlnode.IsNull(n) {
 		var msg string
 		if rl.Name, msg = str(n); msg != "" {
 			p.errs.add(n.Line, "%s: field %q: %s", label, rlPrefix+fName, msg)
 		}
 	}
 	unit, rpu := fs.val[fUnit], fs.val[fRequestsPerUnit]
-	if unit != nil && isNull(unit) {
+	if unit != nil && yamlnode.IsNull(unit) {
 		unit = nil
 	}
-	if rpu != nil && isNull(rpu) {
+	if rpu != nil && yamlnode.IsNull(rpu) {
 		rpu = nil
 	}
 	if rl.Unlimited {
@@ -332,7 +334,7 @@ func (p *parser) unit(rl *RateLimit, v *yaml.Node, line int, label string) {
 	w, ok := unitWindows[name]
 	switch {
 	case !ok:
-		p.errs.add(v.Line, "%s: field %q: invalid rate limit unit %q: must be one of %s", label, field, truncate(s), unitList)
+		p.errs.add(v.Line, "%s: field %q: invalid rate limit unit %q: must be one of %s", label, field, yamlnode.Truncate(s), unitList)
 	case w > counter.MaxWindow:
 		// Deviation: limiterd's counter cannot keep a window this long.
 		p.errs.add(v.Line, "%s: field %q: %q (%dh) is longer than limiterd's longest window, %dh: use month or shorter", label, field, s, int64(w/time.Hour), int64(counter.MaxWindow/time.Hour))
@@ -361,34 +363,34 @@ func (p *parser) requests(rl *RateLimit, v *yaml.Node, line int, label string) {
 		rl.RequestsPerUnit = uint32(n)
 		return
 	}
-	p.errs.add(v.Line, "%s: field %q: must be an integer between 0 and %d, got %s", label, field, counter.MaxLimit, describe(v))
+	p.errs.add(v.Line, "%s: field %q: must be an integer between 0 and %d, got %s", label, field, counter.MaxLimit, yamlnode.Describe(v))
 }
 
 // replaces reads "replaces": a list of mappings with a "name".
 func (p *parser) replaces(v *yaml.Node, own, label string) []string {
-	if v == nil || isNull(v) {
+	if v == nil || yamlnode.IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		p.errs.add(v.Line, "%s: field %q: must be a list of {name: ...}, got %s", label, rlPrefix+fReplaces, describe(v))
+		p.errs.add(v.Line, "%s: field %q: must be a list of {name: ...}, got %s", label, rlPrefix+fReplaces, yamlnode.Describe(v))
 		return nil
 	}
 	var out []string
 	for i, item := range v.Content {
-		item = deref(item)
+		item = yamlnode.Deref(item)
 		if !p.visit(item) {
 			return out
 		}
 		at := fmt.Sprintf("%s%s[%d]", rlPrefix, fReplaces, i)
 		if item.Kind != yaml.MappingNode {
-			p.errs.add(item.Line, "%s: field %q: must be a mapping with a %q, got %s", label, at, fName, describe(item))
+			p.errs.add(item.Line, "%s: field %q: must be a mapping with a %q, got %s", label, at, fName, yamlnode.Describe(item))
 			continue
 		}
 		fs := p.fields(item, replacesFields())
 		p.report(label, at+".", fs)
 		n := fs.val[fName]
 		var name, msg string
-		if n != nil && !isNull(n) {
+		if n != nil && !yamlnode.IsNull(n) {
 			name, msg = str(n)
 		}
 		switch {

@@ -1,12 +1,13 @@
 package envoyrules
 
 import (
+	"github.com/limiterd/limiterd/internal/yamlnode"
+
 	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -88,22 +89,22 @@ func (p *parser) fields(n *yaml.Node, known []string) fieldSet {
 
 func (p *parser) collect(n *yaml.Node, known []string, f *fieldSet, merged bool) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		k, v := yamlnode.Deref(n.Content[i]), yamlnode.Deref(n.Content[i+1])
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 			p.merge(v, known, f)
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %s: field names must be text (upstream: key is not of type string)", describe(k))})
+			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %s: field names must be text (upstream: key is not of type string)", yamlnode.Describe(k))})
 			continue
 		}
 		name := k.Value
 		if !slices.Contains(known, name) {
-			msg := fmt.Sprintf("unknown field (upstream: unknown key '%s'); the fields here are %s", truncate(name), strings.Join(known, ", "))
+			msg := fmt.Sprintf("unknown field (upstream: unknown key '%s'); the fields here are %s", yamlnode.Truncate(name), strings.Join(known, ", "))
 			if h := home(name); h != "" {
 				msg = fmt.Sprintf("not allowed here: it belongs %s (upstream would silently ignore it here)", h)
 			}
-			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %q: %s", truncate(name), msg)})
+			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %q: %s", yamlnode.Truncate(name), msg)})
 			continue
 		}
 		prev := f.key[name]
@@ -123,12 +124,12 @@ func (p *parser) merge(v *yaml.Node, known []string, f *fieldSet) {
 		items = v.Content
 	}
 	for _, m := range items {
-		m = deref(m)
+		m = yamlnode.Deref(m)
 		if !p.visit(m) {
 			return
 		}
 		if m.Kind != yaml.MappingNode {
-			f.problems = append(f.problems, problem{m.Line, fmt.Sprintf("field \"<<\": a merge key takes a mapping or a list of mappings, got %s", describe(m))})
+			f.problems = append(f.problems, problem{m.Line, fmt.Sprintf("field \"<<\": a merge key takes a mapping or a list of mappings, got %s", yamlnode.Describe(m))})
 			continue
 		}
 		if p.onStack[m] {
@@ -158,18 +159,18 @@ func (p *parser) report(label, fieldPrefix string, f fieldSet) {
 // takes them as text, since a version such as 1.5 is a plausible value.)
 func str(v *yaml.Node) (string, string) {
 	switch {
-	case v.Kind == yaml.ScalarNode && !isNull(v):
+	case v.Kind == yaml.ScalarNode && !yamlnode.IsNull(v):
 		return v.Value, ""
-	case isNull(v):
+	case yamlnode.IsNull(v):
 		return "", "must not be empty"
 	}
-	return "", "must be text, got " + describe(v)
+	return "", "must be text, got " + yamlnode.Describe(v)
 }
 
 // boolean reads a boolean as upstream's yaml.v2 does (YAML 1.1): true,
 // false, yes, no, on, off, y, n in their usual cases, unquoted. Null is false.
 func boolean(v *yaml.Node) (bool, string) {
-	if isNull(v) {
+	if yamlnode.IsNull(v) {
 		return false, ""
 	}
 	if v.Kind == yaml.ScalarNode && (v.ShortTag() == "!!bool" || v.ShortTag() == "!!str" && v.Style == 0) {
@@ -180,68 +181,13 @@ func boolean(v *yaml.Node) (bool, string) {
 			return false, ""
 		}
 	}
-	return false, "must be true or false, got " + describe(v)
+	return false, "must be true or false, got " + yamlnode.Describe(v)
 }
 
 // yamlError reports a YAML syntax error at the line yaml names, if any.
 func (p *parser) yamlError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, after, ok := strings.Cut(rest, ": "); ok {
-			if n, err := strconv.Atoi(num); err == nil {
-				line, msg = n, after
-			}
-		}
-	}
+	line, msg := yamlnode.SyntaxError(err)
 	p.errs.add(line, "invalid YAML: %s", msg)
-}
-
-// deref follows aliases (*name) to the node they stand for.
-func deref(n *yaml.Node) *yaml.Node {
-	for range 100 {
-		if n.Kind != yaml.AliasNode || n.Alias == nil {
-			return n
-		}
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describe names what a node holds, for "got ..." in messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if isNull(n) {
-			return "nothing"
-		}
-		if n.ShortTag() == "!!str" {
-			return strconv.Quote(truncate(n.Value))
-		}
-		return truncate(n.Value)
-	}
-	return "an unsupported YAML node"
-}
-
-// truncate shortens text quoted back in a message.
-func truncate(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 // problems collects validation problems so one run reports all of them.
