@@ -4,6 +4,7 @@ BIN       := bin
 HTTP_ADDR ?= 127.0.0.1:8080
 RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
+JOBS      ?= 1
 
 .PHONY: help build run run-one test lint vet race k8s-check fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 plots seed clean
 
@@ -34,12 +35,8 @@ race: ## go test -race over every package
 k8s-check: ## check deploy/kubernetes against the Kubernetes API types (a module of its own)
 	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-fuzz: ## run every fuzz target for $(FUZZTIME) each
-	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
-	  done; \
-	done
+fuzz: ## run every fuzz target for FUZZTIME (30s) each, JOBS (1) at once; new corpus entries go to testdata/fuzz
+	GO=$(GO) FUZZTIME=$(FUZZTIME) JOBS=$(JOBS) scripts/fuzz.sh
 
 bench: bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
 

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/limiterd/limiterd/internal/oracle"
 	"github.com/limiterd/limiterd/limiter"
 )
 
@@ -12,7 +13,7 @@ import (
 // happen and the busiest window-long interval (NFR1) at the end.
 type tally struct {
 	window, limit int64
-	keys          map[string]*keyTally
+	keys          map[string]*oracle.Log[int64]
 
 	requests, accepted, rejected, untracked int
 	// falseRejections counts rejections of a request that fitted: fewer
@@ -31,15 +32,8 @@ type tally struct {
 	falseOrphaned int
 }
 
-// keyTally is one key's accepted instants (non-decreasing) and the index of
-// the first one inside the window of the latest request.
-type keyTally struct {
-	at []int64
-	lo int
-}
-
 func newTally(window, limit int64) *tally {
-	return &tally{window: window, limit: limit, keys: make(map[string]*keyTally)}
+	return &tally{window: window, limit: limit, keys: make(map[string]*oracle.Log[int64])}
 }
 
 // record adds one decision for key at true time t (non-decreasing from call
@@ -61,7 +55,7 @@ func (ty *tally) recordHits(t int64, key string, hits int64, allowed, untracked,
 	ty.requests++
 	k := ty.keys[key]
 	if k == nil {
-		k = &keyTally{}
+		k = &oracle.Log[int64]{}
 		ty.keys[key] = k
 	}
 	if allowed {
@@ -69,21 +63,16 @@ func (ty *tally) recordHits(t int64, key string, hits int64, allowed, untracked,
 		if untracked {
 			ty.untracked++
 		}
-		for range hits {
-			k.at = append(k.at, t)
-		}
+		k.Admit(t, hits)
 		return
 	}
 	ty.rejected++
-	for k.lo < len(k.at) && k.at[k.lo] <= t-ty.window {
-		k.lo++
-	}
-	if int64(len(k.at)-k.lo)+hits <= ty.limit {
+	if k.Fits(t, hits, ty.window, ty.limit) {
 		ty.falseRejections++
 		if fallback {
 			ty.falseFallback++
 		}
-		if !fallback && int64(len(k.at)-k.lo)+hits+orphaned > ty.limit {
+		if !fallback && !k.Fits(t, hits+orphaned, ty.window, ty.limit) {
 			ty.falseOrphaned++
 		}
 	}
@@ -93,8 +82,8 @@ func (ty *tally) recordHits(t int64, key string, hits int64, allowed, untracked,
 // interval [a, a+window), and that key (the smallest on a tie; "" if none).
 func (ty *tally) busiest() (n int, key string) {
 	for _, k := range slices.Sorted(maps.Keys(ty.keys)) {
-		if m := maxInWindow(ty.keys[k].at, ty.window); m > n {
-			n, key = m, k
+		if m, _ := oracle.MaxInWindow(ty.keys[k].At, ty.keys[k].Hits, ty.window); int(m) > n {
+			n, key = int(m), k
 		}
 	}
 	return n, key

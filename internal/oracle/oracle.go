@@ -6,7 +6,9 @@
 //
 // Instants are integers of any one unit (milliseconds, a time.Duration
 // since a start), sorted non-decreasing; an interval is half-open,
-// [a, a+window). The functions are pure and allocate nothing.
+// [a, a+window). The functions are pure; only a Log allocates, for the
+// instants it keeps. A Log is not safe for concurrent use; its zero value
+// is an empty log.
 package oracle
 
 // MaxInWindow returns the most admitted in any interval [a, a+window) and
@@ -47,19 +49,52 @@ func InWindow[T ~int64](at []T, hits []int64, t, window T) int64 {
 // than limit admitted instants lie in (r-window, r]: a limiter that never
 // over-counts would have admitted them.
 func FalseRejections[T ~int64](admitted, rejected []T, window T, limit int64) int {
-	n, lo, hi := 0, 0, 0
+	var l Log[T]
+	n, i := 0, 0
 	for _, r := range rejected {
-		for hi < len(admitted) && admitted[hi] <= r {
-			hi++
+		for ; i < len(admitted) && admitted[i] <= r; i++ {
+			l.Admit(admitted[i], 1)
 		}
-		for lo < hi && admitted[lo] <= r-window {
-			lo++
-		}
-		if int64(hi-lo) < limit {
+		if l.Fits(r, 1, window, limit) {
 			n++
 		}
 	}
 	return n
+}
+
+// Log is one key's admissions, checked as decisions come, in the order of
+// their instants: the streaming form of FalseRejections, for a simulation
+// that judges each denial when it happens. At and Hits are the admitted
+// instants and their weights, ready for MaxInWindow at the end.
+type Log[T ~int64] struct {
+	At   []T
+	Hits []int64
+	lo   int   // first index of At inside the window of the latest query
+	sum  int64 // hits of At[lo:]
+}
+
+// Admit records hits admitted at t, no earlier than the last instant
+// admitted or queried.
+func (l *Log[T]) Admit(t T, hits int64) {
+	l.At = append(l.At, t)
+	l.Hits = append(l.Hits, hits)
+	l.sum += hits
+}
+
+// Admitted returns the hits admitted in (t-window, t], t no earlier than
+// the last instant admitted or queried: amortised O(1).
+func (l *Log[T]) Admitted(t, window T) int64 {
+	for l.lo < len(l.At) && l.At[l.lo] <= t-window {
+		l.sum -= l.Hits[l.lo]
+		l.lo++
+	}
+	return l.sum
+}
+
+// Fits reports whether a request of hits at t fits a limit a limiter that
+// never over-counts enforces: its denial then is a false rejection.
+func (l *Log[T]) Fits(t T, hits int64, window T, limit int64) bool {
+	return l.Admitted(t, window)+hits <= limit
 }
 
 func weight(hits []int64, i int) int64 {

@@ -79,3 +79,33 @@ func TestFalseRejections(t *testing.T) {
 		t.Errorf("an admission at the rejection's own instant counts: %d false, want 0", got)
 	}
 }
+
+// TestLogAgainstInWindow: a Log fed decisions in order answers what
+// InWindow computes over the whole log, query by query.
+func TestLogAgainstInWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		var l Log[int64]
+		window, limit := int64(1+rng.IntN(20)), int64(1+rng.IntN(6))
+		var at, hits []int64
+		now := int64(0)
+		for range rng.IntN(60) {
+			now += int64(rng.IntN(4))
+			h := int64(1 + rng.IntN(3))
+			want := InWindow(at, hits, now, window)
+			if got := l.Admitted(now, window); got != want {
+				t.Fatalf("round %d at %d: Log %d, InWindow %d", round, now, got, want)
+			}
+			if l.Fits(now, h, window, limit) != (want+h <= limit) {
+				t.Fatalf("round %d at %d: Fits disagrees", round, now)
+			}
+			if rng.IntN(2) == 0 {
+				l.Admit(now, h)
+				at, hits = append(at, now), append(hits, h)
+			}
+		}
+		if !slices.Equal(l.At, at) || !slices.Equal(l.Hits, hits) {
+			t.Fatalf("round %d: the log kept %v %v, admitted %v %v", round, l.At, l.Hits, at, hits)
+		}
+	}
+}

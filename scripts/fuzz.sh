@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module for FUZZTIME each, JOBS targets at a
+# time, and keeps what the fuzzer found interesting: the new entries of Go's
+# fuzz cache are copied into the package's testdata/fuzz/<Target>/, where
+# plain `go test` runs them as seed inputs from then on (and a crash the
+# fuzzer writes there stays as a regression input).
+#
+#   FUZZTIME  how long each target runs (default 30s; 10m for a real run)
+#   JOBS      targets run at once (default 1); each gets FUZZPARALLEL workers
+#   FUZZPARALLEL  workers per target (default: the cores / JOBS, at least 1)
+#   ONLY      a regular expression: only the targets "pkg FuzzName" it matches
+#   LOG       directory for one log per target (default: a temporary one)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-30s}
+JOBS=${JOBS:-1}
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+FUZZPARALLEL=${FUZZPARALLEL:-$(( cores / JOBS > 0 ? cores / JOBS : 1 ))}
+ONLY=${ONLY:-.}
+LOG=${LOG:-$(mktemp -d -t limiterd-fuzz.XXXXXX)}
+mkdir -p "$LOG"
+cache=$($GO env GOCACHE)/fuzz
+
+targets=()
+for pkg in $($GO list ./...); do
+	for f in $($GO test -list 'Fuzz.*' "$pkg" | grep '^Fuzz' || true); do
+		if [[ "$pkg $f" =~ $ONLY ]]; then
+			targets+=("$pkg $f")
+		fi
+	done
+done
+echo "fuzz: ${#targets[@]} targets, $FUZZTIME each, $JOBS at a time, $FUZZPARALLEL workers each; logs in $LOG"
+
+# run_one fuzzes one target, then copies its cache corpus into testdata.
+run_one() {
+	local pkg=$1 f=$2
+	local dir log rc=0
+	dir=$($GO list -f '{{.Dir}}' "$pkg")
+	log="$LOG/$(echo "$pkg" | tr / _).$f.log"
+	$GO test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$FUZZTIME" -parallel "$FUZZPARALLEL" >"$log" 2>&1 || rc=$?
+	if [ -d "$cache/$pkg/$f" ]; then
+		mkdir -p "$dir/testdata/fuzz/$f"
+		cp -n "$cache/$pkg/$f"/* "$dir/testdata/fuzz/$f/" 2>/dev/null || true
+	fi
+	local last
+	last=$(grep -E 'elapsed:' "$log" | tail -1 || true)
+	if [ $rc -ne 0 ]; then
+		echo "FAIL $pkg $f (log $log)"
+		tail -20 "$log"
+		return 1
+	fi
+	echo "ok   $pkg $f: ${last:-no progress line}"
+}
+
+failed=0
+running=0
+for t in "${targets[@]}"; do
+	# shellcheck disable=SC2086
+	run_one $t &
+	running=$((running + 1))
+	if [ $running -ge "$JOBS" ]; then
+		wait -n || failed=1
+		running=$((running - 1))
+	fi
+done
+while [ $running -gt 0 ]; do
+	wait -n || failed=1
+	running=$((running - 1))
+done
+exit $failed
