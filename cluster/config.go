@@ -96,6 +96,25 @@ type Config struct {
 	// (each tick makes one batch); beyond it a batch is dropped and
 	// counted. Default 64, about 13 s of ticks at 200ms.
 	QueueLength int
+	// MaxClockOffset is the largest clock offset of a peer (its clock minus
+	// ours, as estimated from its messages) at which this node still
+	// merges the peer's slices: their starts are read on the peer's clock
+	// (package counter), so past it they land too far off in our window
+	// to count right. A peer beyond it stays a live member (heartbeats,
+	// hellos, membership, its share of the node count) but its slices are
+	// counted as skewed instead of merged, and the two count each other's
+	// requests as if partitioned (see doc.go) until the offset is back
+	// under it. Default 1s; 0 turns the check off. Below
+	// EngineConfig.MaxMessageAge (10s), past which messages are stale.
+	MaxClockOffset time.Duration
+	// Now is the node's clock: every instant it hands the engine (ticks,
+	// receives, stale and silence checks, /cluster and the metrics) is
+	// read from it, and the send time in each of its messages. Default
+	// time.Now. limiterd's -test-clock-offset shifts it (fault tests of a
+	// skewed node: Go ignores libfaketime); the counter's decisions must
+	// read the same clock (decision.Config.Now). Timers, socket and send
+	// deadlines stay on the real clock: only durations are taken from it.
+	Now func() time.Time
 	// OnNodesChanged, if set, is called with the number of alive (or
 	// suspect) members, this node included, each time it changes, right
 	// after the counter was told (counter.SetNodes): the moment the
@@ -118,6 +137,8 @@ func DefaultConfig() Config {
 		SyncTransport:       TransportUDP,
 		SendSpread:          0.1,
 		QueueLength:         64,
+		MaxClockOffset:      time.Second,
+		Now:                 time.Now,
 	}
 	c.NodeName, _ = DefaultNodeName(c.BindAddr)
 	return c
@@ -198,6 +219,9 @@ func (c Config) Validate() error {
 	if c.QueueLength < 1 {
 		bad("QueueLength must be positive, got %d", c.QueueLength)
 	}
+	if age := DefaultEngineConfig("-").MaxMessageAge; c.MaxClockOffset < 0 || c.MaxClockOffset >= age {
+		bad("MaxClockOffset must be at least 0 (0: no check) and under the stale-message age %v, got %v", age, c.MaxClockOffset)
+	}
 	return errors.Join(errs...)
 }
 
@@ -242,6 +266,7 @@ func (c Config) engineConfig() EngineConfig {
 	ec.DatagramBytes = c.syncMessageBytes()
 	ec.StreamBytes = streamMessageBytes
 	ec.StreamOnly = c.SyncTransport == TransportTCP
+	ec.MaxClockOffset = c.MaxClockOffset
 	return ec
 }
 

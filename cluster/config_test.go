@@ -39,6 +39,10 @@ func TestConfigValidate(t *testing.T) {
 		{"no queue", func(c *Config) { c.QueueLength = 0 }, "QueueLength"},
 		{"negative spread", func(c *Config) { c.SendSpread = -0.1 }, "SendSpread"},
 		{"spread past the grace", func(c *Config) { c.SendSpread = 0.3 }, "SendSpread"},
+		{"no clock offset check", func(c *Config) { c.MaxClockOffset = 0 }, ""},
+		{"clock offset under the stale age", func(c *Config) { c.MaxClockOffset = 9 * time.Second }, ""},
+		{"negative clock offset", func(c *Config) { c.MaxClockOffset = -time.Millisecond }, "MaxClockOffset must be at least 0"},
+		{"clock offset at the stale age", func(c *Config) { c.MaxClockOffset = 10 * time.Second }, "MaxClockOffset"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -115,7 +115,7 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 		return a.Allowed, false, nil
 	case <-ctx.Done():
 		n.asks.remove(id)
-		if rel, err := n.engine.ReleaseMessage(time.Now(), id, ask); err == nil {
+		if rel, err := n.engine.ReleaseMessage(n.now(), id, ask); err == nil {
 			_ = n.sendNow(nd, rel) // best effort: the grant expires anyway
 		}
 		return false, false, ctx.Err()

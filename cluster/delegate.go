@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -62,7 +61,7 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 // copies what the counter keeps.
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
-	_, out, err := n.engine.Receive(time.Now(), b)
+	_, out, err := n.engine.Receive(n.now(), b)
 	if errors.Is(err, ErrReplay) || errors.Is(err, ErrStale) {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed or stale cluster message (a peer's clock far behind, or a captured message sent again)", "bytes", len(b), "err", err)
 		return
@@ -117,7 +116,7 @@ func (n *Node) record(nd *memberlist.Node, event string) {
 			state = memberlist.StateLeft
 		}
 	}
-	m := &member{node: cp, addr: nd.Address(), http: http, state: state, since: time.Now()}
+	m := &member{node: cp, addr: nd.Address(), http: http, state: state, since: n.now()}
 	self := nd.Name == n.cfg.NodeName
 	n.mu.Lock()
 	n.members[nd.Name] = m

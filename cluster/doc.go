@@ -148,6 +148,42 @@
 // so a node of another cluster can neither join nor inject counts. Without
 // a key, anyone who can reach the port can; set one outside a lab.
 //
+// # Clock skew
+//
+// A slice's start is read on its origin's clock (package counter): a
+// peer whose clock is off by d has its slices counted for W - d or W + d
+// of ours. Up to Config.MaxClockOffset (default 1s, a sixtieth of a
+// minute's window) that is the price, and limiterd_cluster_clock_offset_seconds
+// shows it. Beyond it, either way, a node stops merging the slices of that
+// peer's own that its sync messages carry (deltas, anti-entropy, full
+// state), counts them in limiterd_sync_entries_total{result="skewed"}
+// and the messages in limiterd_sync_skewed_messages_total, answers the
+// peer's asks as unable to decide them (an ask carries the asker's
+// slices, which deciding would merge), and logs a warning naming the peer
+// and the offset at most once a minute per peer. The peer stays a live
+// member: its heartbeats, hellos and membership go on, it is sent
+// everything a peer is sent, it still counts among the nodes that share
+// tolerance and budget, and the clock offset metric keeps showing it; the
+// slices of this node's own that it sends back are merged, being on this
+// clock. The offset judged is the largest its messages showed over the
+// last one to two anti-entropy intervals, since a late message (a queue,
+// a long catch-up) looks behind but never ahead.
+//
+// Both sides see the skew, so the skewed node and the others count each
+// other's requests as across a partition: each side decides on its own
+// counts (checks at the margin alone, with the budget), and a client
+// spread over both may get up to a limit from each, at most sides × limit
+// a window. That is the honest consequence: merging the slices instead
+// would shift each of them by d in our windows, letting up to d worth of
+// the peer's requests through early or keeping them d too long, with no
+// bound on d. When the offset is back under the limit, merging resumes by
+// itself (at the next message, or within two anti-entropy intervals for a
+// clock set back from ahead), an info line says so, and the side that
+// resumes sends the other a hello, whose reply (under the limits of any
+// hello's) brings back the slices it refused meanwhile. limiterd's
+// -test-clock-offset shifts a node's whole clock (Config.Now and the
+// decisions' clock) to test this.
+//
 // # Transport: measured
 //
 // BenchmarkSyncTransport runs nodes in one process at the design load:
@@ -237,6 +273,7 @@
 // limiterd_sync_bytes_total{direction}, limiterd_sync_merge_lag_seconds{peer},
 // limiterd_sync_decode_errors_total, limiterd_sync_not_member_messages_total,
 // limiterd_sync_replayed_messages_total,
+// limiterd_sync_stale_messages_total, limiterd_sync_skewed_messages_total,
 // limiterd_sync_dropped_messages_total,
 // limiterd_sync_entries_total{result} and limiterd_cluster_clock_offset_seconds{peer}
 // on the registerer it is given. The per-peer series exist for the peers

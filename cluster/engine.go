@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,25 @@ type EngineConfig struct {
 	// the clock offset tolerated plus delivery. A replayed message older
 	// than that does nothing. Default 10s.
 	MaxMessageAge time.Duration
+	// MaxClockOffset is the largest clock offset of a peer at which its
+	// slices are still merged: beyond it (either way) the slices of its
+	// own that its sync messages carry are not merged but counted
+	// (Stats.EntriesSkewed), its asks are answered that this node cannot
+	// decide them, and a warning is logged (EngineConfig.Log) at most once
+	// a minute per peer. Everything else goes on: the peer stays up, its
+	// hellos are answered, it is sent what every peer is sent, and the
+	// slices of this node's own that it sends back are merged (they are on
+	// this clock). The offset judged is the largest its messages showed
+	// over the last one to two AntiEntropyIntervals (a late message looks
+	// behind, never ahead). When it is back under the limit, merging
+	// resumes with that message, and a hello asks the peer for its state,
+	// which brings back the slices refused meanwhile.
+	// Zero (the default here; cluster.Config's is 1s): no check, as a
+	// simulation of skew needs. Must be under MaxMessageAge.
+	MaxClockOffset time.Duration
+	// Log, if set, receives the engine's warnings (a peer's clock beyond
+	// MaxClockOffset, and its return). nil: discarded.
+	Log *slog.Logger
 	// SilenceThreshold is how long a peer may stay silent before the
 	// engine treats it as having been cut off: its next message brings it
 	// a catch-up, and Suspect reports it meanwhile. Zero: three
@@ -137,6 +157,9 @@ func (c EngineConfig) Validate() error {
 	}
 	if c.MaxMessageAge <= 0 || c.MaxMessageAge > askMemory {
 		bad("MaxMessageAge must be positive and at most %v, got %v", askMemory, c.MaxMessageAge)
+	}
+	if c.MaxClockOffset < 0 || c.MaxClockOffset >= c.MaxMessageAge {
+		bad("MaxClockOffset must be at least 0 (0: no check) and under MaxMessageAge (%v), got %v", c.MaxMessageAge, c.MaxClockOffset)
 	}
 	if c.SilenceThreshold < 0 {
 		bad("SilenceThreshold must not be negative, got %v", c.SilenceThreshold)
@@ -227,6 +250,11 @@ type PeerState struct {
 	// Offset is the peer's clock minus ours, estimated from its last
 	// message's send time (so it includes the one-way network delay).
 	Offset time.Duration
+	// Skewed is whether the peer's clock was beyond MaxClockOffset as of
+	// its last sync message (judged on the largest offset of the last one
+	// to two anti-entropy intervals): the slices of its own that it sends
+	// are not merged.
+	Skewed bool
 }
 
 // EngineStats counts an Engine's traffic. Read with the atomics' Load.
@@ -236,6 +264,8 @@ type EngineStats struct {
 	DecodeErrors                    atomic.Uint64
 	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged
 	EntriesRefused                  atomic.Uint64 // forged: another node's slices, or more than a window holds
+	EntriesSkewed                   atomic.Uint64 // not merged: their origin's clock is beyond MaxClockOffset
+	SkewedMessages                  atomic.Uint64 // sync messages and asks of a peer beyond MaxClockOffset: slices not merged, asks not decided
 	DeltaMessages                   atomic.Uint64 // delta messages Tick encoded, once however many peers get them
 	CatchUps                        atomic.Uint64 // catch-ups sent, on PeerUp or after silence
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
@@ -261,6 +291,7 @@ type peer struct {
 	replied     bool             // lastReply is set
 	lastReply   time.Time        // when a hello of its was last answered
 	stateDue    bool             // owed a full state that a rate limit held back (Tick sends it)
+	clock       clockEstimate    // its clock offset, for MaxClockOffset (skew.go)
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or
@@ -271,6 +302,7 @@ type peer struct {
 type Engine struct {
 	c    *counter.Counter
 	cfg  EngineConfig
+	log  *slog.Logger
 	h    *codec.MsgpackHandle
 	pool sync.Pool // of *wire
 
@@ -307,7 +339,11 @@ func NewEngine(c *counter.Counter, cfg EngineConfig) (*Engine, error) {
 	if self := c.Self(); self != cfg.Self {
 		return nil, fmt.Errorf("%w: counter's cluster Self is %q, engine's %q", ErrInvalidConfig, self, cfg.Self)
 	}
-	e := &Engine{c: c, cfg: cfg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1, selfHash: fnv64(cfg.Self)}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1, selfHash: fnv64(cfg.Self)}
 	e.pool.New = func() any { return newWire(e.h) }
 	return e, nil
 }
@@ -476,7 +512,7 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 	}
 	defer e.pool.Put(w)
 	from = m.From
-	catchUp, reply := false, false
+	catchUp, reply, skewed, pull := false, false, false, false
 	if from != e.cfg.Self {
 		quiet := e.SilenceThreshold()
 		if !e.member(from) {
@@ -496,6 +532,8 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		prev := p.LastMessage
 		p.LastMessage = now
 		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
+		note := e.updateSkew(p, now, m.SentMs)
+		skewed = p.Skewed
 		replay := false
 		switch {
 		case kind == kindHello && p.helloSet && m.SentMs <= p.lastHelloMs:
@@ -520,7 +558,17 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		case p.Up && !prev.IsZero() && now.Sub(prev) > quiet:
 			catchUp = e.mayCatchUp(p, now)
 		}
+		// Back within MaxClockOffset: the slices of the peer's refused
+		// meanwhile are missing as after a partition, and anti-entropy
+		// re-sends only its hot keys. A hello asks for them: the peer
+		// answers it with its state, under the limits of any hello. A
+		// pull, not a catch-up pushed: the peer, which saw our clock as
+		// far off, may not merge again yet (each side judges the
+		// largest offset of the last two buckets, and a clock set back
+		// leaves the larger one there for that long); it asks in turn.
+		pull = p.Up && note.resumed && kind != kindHello
 		e.mu.Unlock()
+		e.logSkew(from, note)
 		if replay {
 			e.Stats.Replays.Add(1)
 			return from, nil, fmt.Errorf("%w: a hello from %.64q sent at %d ms", ErrReplay, from, m.SentMs)
@@ -542,22 +590,37 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		n := m.dropOthers(from, e.cfg.Self)
 		e.Stats.EntriesRefused.Add(uint64(n))
 	}
+	if skewed {
+		// Its slices start on a clock too far from ours to place them in
+		// our windows: not merged, so that each side counts the other's
+		// requests as across a partition (doc.go). Our own slices, which
+		// a catch-up or reply carries back, are on our clock and merged.
+		e.Stats.SkewedMessages.Add(1)
+		e.Stats.EntriesSkewed.Add(uint64(m.dropOrigin(from)))
+	}
 	w.entries = m.entries(w.entries[:0])
 	ms := e.c.Merge(now, w.entries)
 	clear(w.entries) // drop key references while w waits in the pool
 	e.Stats.EntriesMerged.Add(uint64(ms.Merged))
 	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
 	e.Stats.EntriesRefused.Add(uint64(ms.Refused))
+	if pull {
+		msgs, err := e.encode(kindHello, now, nil, e.cfg.DatagramBytes)
+		if err != nil {
+			return from, nil, err
+		}
+		out = append(out, Outbound{To: from, Purpose: PurposeHello, Msgs: msgs, Reliable: true})
+	}
 	if !catchUp {
-		return from, nil, nil
+		return from, out, nil
 	}
 	// After the merge, so that the catch-up carries what just arrived.
 	e.Stats.SilenceCatchUps.Add(1)
 	msgs, err := e.StateFor(now, from)
 	if err != nil || len(msgs) == 0 {
-		return from, nil, err
+		return from, out, err
 	}
-	return from, []Outbound{{To: from, Purpose: PurposeCatchUp, Msgs: msgs, Reliable: true}}, nil
+	return from, append(out, Outbound{To: from, Purpose: PurposeCatchUp, Msgs: msgs, Reliable: true}), nil
 }
 
 // peer returns name's state, created if new. Under e.mu.

@@ -128,14 +128,21 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 			e.Stats.Replays.Add(1)
 			return from, nil, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
 		}
-		e.Stats.AsksAnswered.Add(1)
 		res := make([]counter.Result, len(a.Limits))
-		d, cerr := e.c.Coordinate(now, from, id, &a, res)
-		status := answerDecided
-		if cerr != nil {
-			status = answerUnable
+		status, allowed := answerUnable, false
+		if e.skewedPeer(from) {
+			// The ask carries the asker's newest slices, which deciding
+			// would merge: on a clock beyond MaxClockOffset they cannot be
+			// placed. Unable: the asker decides alone, with its budget, as
+			// across a partition, and at once rather than at its deadline.
+			e.Stats.SkewedMessages.Add(1)
+		} else {
+			e.Stats.AsksAnswered.Add(1)
+			if d, cerr := e.c.Coordinate(now, from, id, &a, res); cerr == nil {
+				status, allowed = answerDecided, d.Allowed
+			}
 		}
-		msg, err := encodeAnswer(e.h, e.cfg.Self, now, id, status, d.Allowed && cerr == nil, res)
+		msg, err := encodeAnswer(e.h, e.cfg.Self, now, id, status, allowed, res)
 		if err != nil {
 			return from, nil, err
 		}

@@ -666,6 +666,8 @@ func TestEngineConfigValidate(t *testing.T) {
 		{"negative silence", func(c *EngineConfig) { c.SilenceThreshold = -1 }, "SilenceThreshold"},
 		{"tiny datagram", func(c *EngineConfig) { c.DatagramBytes = 100 }, "DatagramBytes"},
 		{"stream under datagram", func(c *EngineConfig) { c.StreamBytes = 1000 }, "StreamBytes"},
+		{"negative clock offset", func(c *EngineConfig) { c.MaxClockOffset = -1 }, "MaxClockOffset"},
+		{"clock offset past the stale age", func(c *EngineConfig) { c.MaxClockOffset = c.MaxMessageAge }, "MaxClockOffset"},
 	} {
 		c := DefaultEngineConfig("a")
 		tc.change(&c)

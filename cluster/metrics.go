@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,7 +11,7 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, notMember, replays, stale, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -43,6 +41,9 @@ func newCollector(n *Node) *collector {
 		stale: prometheus.NewDesc("limiterd_sync_stale_messages_total",
 			"Cluster messages dropped because they were sent (on the sender's clock) more than 10 s before they arrived: replays of captured messages, or a peer whose clock is that far behind (see limiterd_cluster_clock_offset_seconds).",
 			nil, nil),
+		skewed: prometheus.NewDesc("limiterd_sync_skewed_messages_total",
+			"Cluster messages of a peer whose clock is off by more than -max-clock-offset (limiterd_cluster_clock_offset_seconds): sync messages whose slices were not merged (limiterd_sync_entries_total{result=\"skewed\"}) and asks answered undecided. The peer stays a member; the two count each other's requests as across a partition until its clock is back.",
+			nil, nil),
 		deferred: prometheus.NewDesc("limiterd_sync_deferred_states_total",
 			"Full-state transfers (catch-ups, hello replies) held back by their rate limits (one per peer per rejoin interval, 16 in all) and sent later: many mean flapping peers or forged hellos.",
 			nil, nil),
@@ -53,7 +54,7 @@ func newCollector(n *Node) *collector {
 			"Sync messages not sent: the peer's queue was full or the send failed.",
 			nil, nil),
 		entries: prometheus.NewDesc("limiterd_sync_entries_total",
-			"Received slice entries by result: merged (raised a count), ignored (already known, expired, unknown limit, or no room) or refused (forged: a third node's slices, or more slices of a key than its origin's window can hold).",
+			"Received slice entries by result: merged (raised a count), ignored (already known, expired, unknown limit, or no room), refused (forged: a third node's slices, or more slices of a key than its origin's window can hold) or skewed (not merged: their origin's clock is off by more than -max-clock-offset).",
 			[]string{"result"}, nil),
 		lag: prometheus.NewDesc("limiterd_sync_merge_lag_seconds",
 			"Age of the last sync message from each live peer: a peer whose lag exceeds a few sync intervals is not being heard.",
@@ -66,7 +67,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset} {
 		ch <- d
 	}
 }
@@ -74,8 +75,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
-	now := time.Now()
-	st := n.status(now)
+	st := n.status(n.now())
 	byState := map[string]int{"alive": 0, "suspect": 0, "dead": 0, "left": 0}
 	for _, m := range st.Members {
 		byState[m.State]++
@@ -100,10 +100,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.notMember, s.NotMember.Load())
 	counter(c.replays, s.Replays.Load())
 	counter(c.stale, s.Stale.Load())
+	counter(c.skewed, s.SkewedMessages.Load())
 	counter(c.deferred, s.StatesDeferred.Load())
 	counter(c.refused, n.transport.refused.Load())
 	counter(c.dropped, n.dropped.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
 	counter(c.entries, s.EntriesRefused.Load(), "refused")
+	counter(c.entries, s.EntriesSkewed.Load(), "skewed")
 }

@@ -38,6 +38,7 @@ const deadMemberTTL = time.Hour
 type Node struct {
 	cfg     Config
 	c       *counter.Counter
+	now     func() time.Time // cfg.Now: every instant of the protocol
 	log     *slog.Logger
 	engine  *Engine
 	ml      *memberlist.Memberlist
@@ -103,8 +104,11 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 		lg = slog.New(slog.DiscardHandler)
 	}
 	lg = lg.With("node", cfg.NodeName)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	n := &Node{
-		cfg: cfg, c: c, log: lg, dgram: cfg.datagramMessageBytes(),
+		cfg: cfg, c: c, now: cfg.Now, log: lg, dgram: cfg.datagramMessageBytes(),
 		nudge:   make(chan struct{}, 1),
 		members: make(map[string]*member),
 		senders: make(map[string]*sender),
@@ -121,6 +125,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	ec.OnNodesChanged = n.nodesChanged
 	ec.OnAnswer = n.asks.deliver
 	ec.Members = n.isMember
+	ec.Log = lg
 	if h.engine != nil {
 		h.engine(&ec)
 	}
@@ -264,8 +269,8 @@ func (n *Node) Run(ctx context.Context) error {
 
 	// Hand the peers what changed since the last tick, so that they hold
 	// everything this node counted if it comes back.
-	n.tick(time.Now())
-	n.stopSenders(time.Now().Add(n.cfg.LeaveTimeout))
+	n.tick(n.now())
+	n.stopSenders(time.Now().Add(n.cfg.LeaveTimeout)) // a deadline of the real clock (sender.drain)
 	n.wg.Wait()
 
 	// Mark the metadata first, so that the peers record a departure rather
@@ -306,24 +311,28 @@ func (n *Node) kill() {
 // syncLoop is the only goroutine that ticks the engine and tells it of
 // membership changes. Ticks fall on the instants Engine.NextTick names
 // (wall-clock multiples of the sync interval, the same on every node);
-// the engine decides what each tick sends, anti-entropy included.
+// the engine decides what each tick sends, anti-entropy included. The
+// instants are the node's clock (Config.Now); the timers wait the
+// durations between them, which the real clock measures as well.
 func (n *Node) syncLoop(ctx context.Context) {
-	tick := time.NewTimer(time.Until(n.engine.NextTick(time.Now())))
+	now := n.now()
+	tick := time.NewTimer(n.engine.NextTick(now).Sub(now))
 	defer tick.Stop()
 	reap := time.NewTicker(n.cfg.AntiEntropyInterval)
 	defer reap.Stop()
-	n.reconcile(time.Now())
+	n.reconcile(now)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-n.nudge:
-			n.reconcile(time.Now())
-		case now := <-tick.C:
-			n.tick(now)
-			tick.Reset(time.Until(n.engine.NextTick(time.Now())))
-		case now := <-reap.C:
-			n.reap(now)
+			n.reconcile(n.now())
+		case <-tick.C:
+			n.tick(n.now())
+			now := n.now()
+			tick.Reset(n.engine.NextTick(now).Sub(now))
+		case <-reap.C:
+			n.reap(n.now())
 		}
 	}
 }

@@ -43,7 +43,7 @@ type Member struct {
 
 // Status returns the node's current view of the cluster. Safe to call at
 // any time, concurrently.
-func (n *Node) Status() Status { return n.status(time.Now()) }
+func (n *Node) Status() Status { return n.status(n.now()) }
 
 // Members returns Status().Members.
 func (n *Node) Members() []Member { return n.Status().Members }

@@ -139,7 +139,8 @@ func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	// The send time is taken after the write, as close to the I/O as
-	// memberlist expects for its RTT estimates.
+	// memberlist expects for its RTT estimates. It is the real clock, not
+	// Config.Now: memberlist compares it with its own time.Now.
 	_, err = t.udp.WriteTo(b, ua)
 	return time.Now(), err
 }
@@ -178,7 +179,8 @@ func (t *transport) Shutdown() error {
 }
 
 // readDatagrams reads datagrams into one buffer and hands memberlist a
-// right-sized copy of each, stamped as close to the read as possible.
+// right-sized copy of each, stamped as close to the read as possible (on
+// the real clock, which memberlist's probes compare it with).
 func (t *transport) readDatagrams() {
 	defer t.wg.Done()
 	buf := make([]byte, maxDatagram)

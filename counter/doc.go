@@ -149,7 +149,11 @@
 // a receiver counts a peer's slice for W - d or W + d of its own time: too
 // short lets up to d worth of that peer's requests through early (NFR1),
 // too long keeps them d too long (NFR2). The cluster layer exports the
-// offset it observes per peer so operators see it before it matters.
+// offset it observes per peer so operators see it before it matters. Past
+// the cluster layer's MaxClockOffset (limiterd's -max-clock-offset, 1 s by
+// default) a node stops merging that peer's slices instead of misplacing
+// them by the offset, and the two then count each other's requests as
+// across a partition: at most a limit on each side per window.
 //
 // # Peek
 //

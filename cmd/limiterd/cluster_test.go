@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,4 +181,120 @@ func TestServeCluster(t *testing.T) {
 		})
 	})
 	eventually(t, "worst case ratio back to 1 on a alone", ratio(base1, "1"))
+}
+
+// -test-clock-offset shifts the node's clock, negative too, and
+// -max-clock-offset is the cluster's MaxClockOffset, validated by it.
+func TestClockFlags(t *testing.T) {
+	node := []string{"-bind-addr", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		args      []string
+		env       map[string]string
+		offset    time.Duration // -test-clock-offset
+		maxOffset time.Duration // -max-clock-offset
+		err       string        // "" for valid
+	}{
+		{args: nil, offset: 0, maxOffset: time.Second},
+		{args: []string{"-test-clock-offset", "2s"}, offset: 2 * time.Second, maxOffset: time.Second},
+		{args: []string{"-test-clock-offset", "-200ms"}, offset: -200 * time.Millisecond, maxOffset: time.Second},
+		{args: []string{"-test-clock-offset=-50ms"}, offset: -50 * time.Millisecond, maxOffset: time.Second},
+		{env: map[string]string{"LIMITERD_TEST_CLOCK_OFFSET": "-2s", "LIMITERD_MAX_CLOCK_OFFSET": "500ms"}, offset: -2 * time.Second, maxOffset: 500 * time.Millisecond},
+		{args: []string{"-max-clock-offset", "0"}, maxOffset: 0},
+		{args: []string{"-max-clock-offset", "9.9s"}, maxOffset: 9900 * time.Millisecond},
+		{args: []string{"-max-clock-offset", "-1s"}, err: "MaxClockOffset must be at least 0"},
+		{args: []string{"-max-clock-offset", "10s"}, err: "MaxClockOffset must be at least 0 (0: no check) and under the stale-message age 10s"},
+		{args: []string{"-test-clock-offset", "soon"}, err: "-test-clock-offset"},
+	} {
+		name := strings.Join(tc.args, " ")
+		for _, k := range slices.Sorted(maps.Keys(tc.env)) {
+			name += k + "=" + tc.env[k] + " "
+		}
+		t.Run(cmp.Or(name, "defaults"), func(t *testing.T) {
+			cfg, err := parseConfig(append(slices.Clone(node), tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want it to mention %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.testClockOffset != tc.offset || cfg.clusterConfig("").MaxClockOffset != tc.maxOffset {
+				t.Errorf("offset %v, max %v; want %v, %v", cfg.testClockOffset, cfg.clusterConfig("").MaxClockOffset, tc.offset, tc.maxOffset)
+			}
+			before := time.Now()
+			got := cfg.clock()().Sub(before)
+			if got < tc.offset || got > tc.offset+time.Second {
+				t.Errorf("the clock reads %v from now, want %v", got, tc.offset)
+			}
+		})
+	}
+}
+
+func TestHelpListsClockFlags(t *testing.T) {
+	var out strings.Builder
+	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
+	for _, want := range []string{
+		"-test-clock-offset DURATION", "for fault tests only", "may be negative", "LIMITERD_TEST_CLOCK_OFFSET", `(default "0s"`,
+		"-max-clock-offset ", "LIMITERD_MAX_CLOCK_OFFSET", `(default "1s"`, `limiterd_sync_entries_total{result="skewed"}`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h output lacks %q", want)
+		}
+	}
+}
+
+// A daemon whose clock is 2 s ahead (-test-clock-offset) stays a member
+// of the other's cluster, which shows its offset but does not count its
+// requests (-max-clock-offset, 1s).
+func TestServeSkewedNode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("rules:\n  - name: default\n    limit: 5\n    window: 60s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false", "-coordinate=false"}
+	base1, _ := daemon(t, path, append(fast, "-node-name", "a")...)
+	type member struct {
+		Name, Addr, State string
+		ClockOffsetMs     *int64 `json:"clock_offset_ms"`
+	}
+	var st struct {
+		Nodes   int
+		Members []member
+	}
+	status := func(base string) {
+		t.Helper()
+		code, body := get(t, base+"/cluster")
+		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+			t.Fatalf("/cluster: %d %s %v", code, body, err)
+		}
+	}
+	status(base1)
+	base2, _ := daemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr, "-test-clock-offset", "2s")...)
+	var off int64
+	eventually(t, "a to see b alive and hear from it", func() bool {
+		status(base1)
+		i := slices.IndexFunc(st.Members, func(m member) bool { return m.Name == "b" })
+		if st.Nodes != 2 || i < 0 || st.Members[i].State != "alive" || st.Members[i].ClockOffsetMs == nil {
+			return false
+		}
+		off = *st.Members[i].ClockOffsetMs
+		return true
+	})
+	if off < 1950 || off > 2500 {
+		t.Errorf("a shows b's clock offset %d ms, want about 2000", off)
+	}
+	for range 5 {
+		if code, body := get(t, base2+"/check?key=k"); code != 200 {
+			t.Fatalf("check on b: %d %s", code, body)
+		}
+	}
+	eventually(t, "a to count b's slice as skewed", func() bool {
+		_, m := get(t, base1+"/metrics")
+		return strings.Contains(m, "limiterd_sync_skewed_messages_total") && !strings.Contains(m, `limiterd_sync_entries_total{result="skewed"} 0`)
+	})
+	if code, body := get(t, base1+"/check?key=k"); code != 200 || !strings.Contains(body, `"remaining":4`) {
+		t.Errorf("a's check after b's five: %d %s, want allowed with 4 left (b's not counted)", code, body)
+	}
 }

@@ -36,6 +36,8 @@ type config struct {
 	pprofAddr       string
 	logLevel        slog.Level
 	logFormat       string
+	// testClockOffset shifts every instant the node reads (fault tests).
+	testClockOffset time.Duration
 
 	// Cluster mode: on when bindAddr or join is set.
 	nodeName            string
@@ -55,6 +57,7 @@ type config struct {
 	insecureCluster     bool
 	gossipKeyFile       string
 	gossipKeys          [][]byte // from gossipKeyFile
+	maxClockOffset      time.Duration
 }
 
 // fileList is a flag naming files, repeated or separated by commas; the
@@ -112,6 +115,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.pprofAddr, "pprof-addr", "", "`HOST:PORT` for Go's /debug/pprof/ profiles on a listener of their own; off when empty (keep it on loopback)")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+	fs.DurationVar(&cfg.testClockOffset, "test-clock-offset", 0, "for fault tests only, never in production: shift every instant this node reads (its decisions, the send time of its cluster messages, its sync ticks, its stale-message checks, /cluster) by this `DURATION`, which may be negative, to play a node whose clock is off (a Go binary ignores libfaketime); 0: the real clock")
 
 	cdefs := cluster.DefaultConfig()
 	fs.StringVar(&cfg.nodeName, "node-name", "", "this node's `NAME` in the cluster, unique and stable across restarts (empty: host name and -bind-addr port, e.g. web-3-7946)")
@@ -129,6 +133,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.syncTransport, "sync-transport", cdefs.SyncTransport, "`udp` (datagrams of at most 1,400 bytes) or tcp (a stream per message) for count changes; catch-up state always goes over TCP")
 	fs.BoolVar(&cfg.coordinate, "coordinate", counter.DefaultClusterConfig("-").Coordinated, "decide checks at the margin with the key's coordinator node: a node admits alone only its blind share of a key (a slice of the 10 % tolerance) and asks the coordinator, synchronously, past it; false: every node decides alone with the budget (-budget)")
 	fs.DurationVar(&cfg.coordinatorDeadline, "coordinator-deadline", decision.DefaultDeadline, "longest wait for the key's coordinator's answer; past it the node decides alone with the budget and counts a fallback (limiterd_coordinated_checks_total{result=\"fallback_timeout\"}); at most 1s")
+	fs.DurationVar(&cfg.maxClockOffset, "max-clock-offset", cdefs.MaxClockOffset, "largest clock offset of a peer (limiterd_cluster_clock_offset_seconds) at which its counts are still merged: beyond it the peer stays a member, but its counts are not merged (limiterd_sync_entries_total{result=\"skewed\"}, a warning a minute) and the two count each other's requests as across a partition until its clock is back; 0: no check; under 10s (the stale-message age)")
 	fs.BoolVar(&cfg.budget, "budget", counter.DefaultClusterConfig("-").Budget, "between two syncs, admit at most this node's share of what a key has left: with -coordinate the fallback when the coordinator does not answer in time, else the rule for every check (bounds a burst spread over all nodes; a client at its limit rate never meets it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `limiterd: a clustered sliding-window rate limiter.
@@ -297,7 +302,19 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.GossipKeys = c.gossipKeys
 	cc.SyncTransport = c.syncTransport
 	cc.SendSpread = c.syncSpread
+	cc.MaxClockOffset = c.maxClockOffset
 	return cc
+}
+
+// clock is the node's clock: the real one, shifted by -test-clock-offset.
+// serve builds it once and gives it to the decision layer, the cluster
+// node and the sweep, so that they all read the same instants.
+func (c config) clock() func() time.Time {
+	if c.testClockOffset == 0 {
+		return time.Now
+	}
+	off := c.testClockOffset
+	return func() time.Time { return time.Now().Add(off) }
 }
 
 // counterCluster is the counter's cluster mode for this node: the one

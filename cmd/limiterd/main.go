@@ -62,6 +62,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // serve builds the parts in dependency order, runs them until ctx ends, and
 // shuts down gracefully.
 func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr string)) error {
+	// One clock for everything that reads instants: decisions, the
+	// cluster's messages and ticks, the sweep.
+	clock := cfg.clock()
+	if cfg.testClockOffset != 0 {
+		log.Warn("the clock is shifted by -test-clock-offset: for fault tests only", "offset", cfg.testClockOffset)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -141,6 +147,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	var node *cluster.Node
 	if cfg.clustered() {
 		ncfg := cfg.clusterConfig(publishedHTTPAddr(ln.Addr(), cfg.advertiseAddr))
+		ncfg.Now = clock
 		// The worst case of every limit changes with the node count.
 		ncfg.OnNodesChanged = bounds.setNodes
 		node, err = cluster.New(ncfg, ctr, reg, log)
@@ -154,6 +161,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 	// decision metrics, and in a cluster the one way to the key's
 	// coordinator.
 	dcfg := cfg.decisionConfig()
+	dcfg.Now = clock
 	if node != nil {
 		dcfg.Coordinator = node
 	}
@@ -230,7 +238,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, started func(addr 
 			errc <- err
 		}
 	})
-	wg.Go(func() { sweep(ctx, ctr, cfg.sweepInterval, log) })
+	wg.Go(func() { sweep(ctx, ctr, cfg.sweepInterval, clock, log) })
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http server: %w", err)
@@ -331,16 +339,17 @@ func pprofMux() *http.ServeMux {
 	return m
 }
 
-// sweep drops empty windows every interval until ctx ends.
-func sweep(ctx context.Context, ctr *counter.Counter, every time.Duration, log *slog.Logger) {
+// sweep drops empty windows every interval until ctx ends, at the
+// instants of now (the decisions' clock).
+func sweep(ctx context.Context, ctr *counter.Counter, every time.Duration, now func() time.Time, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			if n := ctr.Sweep(now); n > 0 {
+		case <-t.C:
+			if n := ctr.Sweep(now()); n > 0 {
 				log.Debug("swept empty windows", "keys", n)
 			}
 		}
