@@ -28,7 +28,7 @@ const rules100 = `rules:
 // unless the window is empty.
 func remaining(t *testing.T, p *proc, key string, limit int) int64 {
 	t.Helper()
-	code, body, err := request("GET", "http://"+p.http+"/check?key="+key+"&hits="+strconv.Itoa(limit))
+	code, body, err := p.get("/check?key=" + key + "&hits=" + strconv.Itoa(limit))
 	if err != nil {
 		t.Fatalf("probe on %s: %v", p.name, err)
 	}
@@ -248,7 +248,7 @@ func analyse(log []sent, window time.Duration) (best, definite, rejected, errs i
 // limiterd's default counter and cluster settings, syncing every sync, may
 // accept in a window (counter.WorstCase), and whether that is within the
 // single node's L + floor(0.1 L).
-func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration) (int64, bool) {
+func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration, edit ...func(*counter.ClusterConfig)) (int64, bool) {
 	t.Helper()
 	c, err := counter.New(counter.DefaultConfig())
 	if err != nil {
@@ -257,6 +257,9 @@ func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration) 
 	single := c.WorstCase(limit, window)
 	cc := counter.DefaultClusterConfig("bound")
 	cc.Nodes, cc.SyncInterval = n, sync
+	for _, e := range edit {
+		e(&cc)
+	}
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/netlab"
 )
 
 // binary builds limiterd once per test binary run.
@@ -28,6 +30,10 @@ var buildOnce = struct {
 func limiterdBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if bin := os.Getenv("LIMITERD_E2E_BIN"); bin != "" {
+			buildOnce.path = bin // a binary built elsewhere (a clean tree, an older commit)
+			return
+		}
 		dir, err := os.MkdirTemp("", "limiterd-e2e-")
 		if err != nil {
 			buildOnce.err = err
@@ -67,6 +73,8 @@ func freePort(t *testing.T) int {
 
 // proc is one limiterd process of a test cluster.
 type proc struct {
+	index    int          // in its cluster, the lab node it runs on
+	hc       *http.Client // reaches it (nil: client)
 	name     string
 	http     string // base URL
 	gossip   string // HOST:PORT
@@ -101,6 +109,10 @@ type testCluster struct {
 	bin   string
 	rules string
 	procs []*proc
+	// lab, when set, runs process i in the lab's node i, and hc is the
+	// client that reaches them (from the lab's hub); else hc is client.
+	lab *netlab.Lab
+	hc  *http.Client
 }
 
 func startCluster(t *testing.T, n int, rules string, extra ...string) *testCluster {
@@ -109,12 +121,12 @@ func startCluster(t *testing.T, n int, rules string, extra ...string) *testClust
 	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &testCluster{t: t, bin: limiterdBinary(t), rules: path}
+	c := &testCluster{t: t, bin: limiterdBinary(t), rules: path, hc: client}
 	// Before the first start: a start that fails must not leave the
 	// processes already started running.
 	t.Cleanup(c.stopAll)
 	for i := range n {
-		p := &proc{name: fmt.Sprintf("node-%d", i)}
+		p := &proc{index: i, name: fmt.Sprintf("node-%d", i), hc: c.hc}
 		// A port found free may be taken by another test before the node
 		// binds it: pick new ones and start again, a few times.
 		for attempt := 0; ; attempt++ {
@@ -145,7 +157,7 @@ func (c *testCluster) healthyOrExited(p *proc) bool {
 			return false
 		default:
 		}
-		if code, _, err := request("GET", "http://"+p.http+"/healthz"); err == nil && code == 200 {
+		if code, _, err := p.get("/healthz"); err == nil && code == 200 {
 			return true
 		}
 	}
@@ -170,7 +182,11 @@ func (c *testCluster) startUnready(p *proc) {
 func (c *testCluster) startProcess(p *proc) {
 	c.t.Helper()
 	p.stderr = &lockedBuffer{}
-	p.cmd = exec.Command(c.bin, p.args...)
+	if c.lab != nil {
+		p.cmd = c.lab.Command(p.index, c.bin, p.args...)
+	} else {
+		p.cmd = exec.Command(c.bin, p.args...)
+	}
 	p.cmd.Stderr = p.stderr
 	p.exited = make(chan struct{})
 	if err := p.cmd.Start(); err != nil {
@@ -191,7 +207,7 @@ func (c *testCluster) waitFor(p *proc, path string) {
 			c.t.Fatalf("%s exited (%d):\n%s", p.name, p.exitCode, p.stderr.String())
 		default:
 		}
-		code, _, err := request("GET", "http://"+p.http+path)
+		code, _, err := p.get(path)
 		return err == nil && code == 200
 	})
 }
@@ -202,6 +218,19 @@ func (c *testCluster) kill(p *proc) {
 		c.t.Fatal(err)
 	}
 	<-p.exited
+}
+
+// terminate stops p with SIGTERM (a graceful leave) and waits for it.
+func (c *testCluster) terminate(p *proc) {
+	c.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		c.t.Fatalf("%s did not stop within 20 s of SIGTERM", p.name)
+	}
 }
 
 func (c *testCluster) stopAll() {
@@ -233,11 +262,24 @@ var client = &http.Client{
 }
 
 func request(method, url string) (int, []byte, error) {
+	return requestWith(client, method, url)
+}
+
+// get asks p for path with the client that reaches it.
+func (p *proc) get(path string) (int, []byte, error) {
+	hc := p.hc
+	if hc == nil {
+		hc = client
+	}
+	return requestWith(hc, "GET", "http://"+p.http+path)
+}
+
+func requestWith(hc *http.Client, method, url string) (int, []byte, error) {
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -256,7 +298,7 @@ type checkResult struct {
 
 func check(t *testing.T, p *proc, key string) (int, checkResult) {
 	t.Helper()
-	code, body, err := request("GET", "http://"+p.http+"/check?key="+key)
+	code, body, err := p.get("/check?key=" + key)
 	if err != nil {
 		t.Fatalf("check on %s: %v", p.name, err)
 	}
@@ -277,7 +319,7 @@ type clusterView struct {
 }
 
 func members(p *proc) (map[string]string, error) {
-	code, body, err := request("GET", "http://"+p.http+"/cluster")
+	code, body, err := p.get("/cluster")
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +363,7 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() boo
 
 func metric(t *testing.T, p *proc, name string) string {
 	t.Helper()
-	_, body, err := request("GET", "http://"+p.http+"/metrics")
+	_, body, err := p.get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster"
+)
+
+// TestFaultPartition is scenario 1 of docs/faults.md: 8 nodes cut into 5 + 3
+// for 30 s under load, then healed. During the cut each side counts alone,
+// so a key's window may hold up to sides x the limit (each side keeps its
+// own 1.1 x); no check fails and no compliant client is denied. After it
+// the halves find each other again, and every node's count of a key is the
+// sum of what the two sides admitted: nothing lost, nothing twice.
+func TestFaultPartition(t *testing.T) {
+	c := startLab(t, 8)
+	a, b := []int{0, 1, 2, 3, 4}, []int{5, 6, 7}
+	cs := clients(8, 4)
+	run := c.drive(context.Background(), 80*time.Second, cs)
+	time.Sleep(10 * time.Second)
+
+	c.convCount(c.procs[0], "p", 10)
+	cutAt := run.now()
+	if err := c.lab.Partition(a, b); err != nil {
+		t.Fatal(err)
+	}
+	// Counted on each side while cut: 30 on A, 20 on B.
+	for i := range 30 {
+		c.convCount(c.procs[a[i%len(a)]], "p", 1)
+	}
+	for i := range 20 {
+		c.convCount(c.procs[b[i%len(b)]], "p", 1)
+	}
+	time.Sleep(30*time.Second - (run.now() - cutAt))
+	during := run.judge(cs, cutAt, run.now(), nil)
+	if err := c.lab.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healAt := run.now()
+	healed := time.Now()
+	// The halves see each other: every node all 8 members alive.
+	rejoin := c.waitAlive(c.procs, 8, 60*time.Second)
+	// Every node counts 10 + 30 + 20 checks of the probe key.
+	var converged time.Duration
+	eventually(t, "every node counts the 60 probe checks of both sides", 60*time.Second, func() bool {
+		for _, p := range c.procs {
+			if c.convSeen(p, "p") != 60 {
+				return false
+			}
+		}
+		converged = time.Since(healed)
+		return true
+	})
+	// And none counts more: nothing twice (a second look, after more syncs).
+	time.Sleep(2 * time.Second)
+	for _, p := range c.procs {
+		if n := c.convSeen(p, "p"); n != 60 {
+			t.Errorf("%s counts %d probe checks after the heal, want 60", p.name, n)
+		}
+	}
+	run.wait()
+	all := run.judge(cs, 0, 0, nil)
+	// Once every node counts both sides, and a window later: 1.1 x again.
+	after := run.judge(cs, healAt+converged+labWindow, 0, nil)
+	t.Logf("during the cut: %v", during)
+	t.Logf("from a window after the counts converged: %v", after)
+	t.Logf("whole run: %v", all)
+	figures(t, "1 partition 5+3 for 30 s",
+		"5xx", all.fiveXX, "unanswered", all.noAnswer, "compliant denied", all.compliantDenied,
+		"false rejections (oracle)", all.falseRejections, "worst ratio during", during.worst,
+		"worst ratio from a window after convergence", after.worst, "max latency during", during.max.Round(time.Millisecond),
+		"all 8 alive after heal", rejoin.Round(100*time.Millisecond), "counts converged after heal", converged.Round(100*time.Millisecond))
+
+	if all.fiveXX != 0 || all.noAnswer != 0 {
+		t.Errorf("%d 5xx and %d unanswered checks, want none", all.fiveXX, all.noAnswer)
+	}
+	if all.compliantDenied != 0 {
+		t.Errorf("%d checks of compliant clients denied, want none", all.compliantDenied)
+	}
+	// Two sides each count alone: at most 2 x (1.1 x the limit).
+	if during.worst > 2*1.1 {
+		t.Errorf("worst window during the cut %.2f x the limit, above 2 sides x 1.1", during.worst)
+	}
+	// A check never waits on the network: past the coordinator's 5 ms
+	// deadline it is decided here. A check stuck on the cut network would
+	// take seconds (TCP's timeouts); 1 s is far from both.
+	if after.worst > 1.1 {
+		t.Errorf("worst window a window after the counts converged %.2f x the limit, above 1.1", after.worst)
+	}
+	if during.max > time.Second {
+		t.Errorf("a check during the cut took %v: it waited on the network", during.max)
+	}
+}
+
+// TestFaultLoss is scenario 2: node 2 hears nothing from node 1 (node 1
+// still hears node 2), and 20 % of the packets between any two nodes are
+// lost, for 60 s under load. No compliant client is denied, a key's
+// window stays within the bound the nodes derive, and the metrics show the
+// loss: checks decided by the budget when no answer came in time, and
+// node 2's lag behind node 1.
+func TestFaultLoss(t *testing.T) {
+	c := startLab(t, 8)
+	bound := labBound(t, 8, true)
+	cs := clients(8, 4)
+	run := c.drive(context.Background(), 70*time.Second, cs)
+	time.Sleep(5 * time.Second)
+	fb0 := sumMetric(t, c.procs, `limiterd_coordinated_checks_total{result="fallback`)
+	faultAt := run.now()
+	if err := c.lab.DropOneWay(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.lab.Loss(20); err != nil {
+		t.Fatal(err)
+	}
+	var maxLag float64
+	for run.now()-faultAt < 60*time.Second {
+		time.Sleep(time.Second)
+		maxLag = max(maxLag, metricValue(t, c.procs[2], `limiterd_sync_merge_lag_seconds{peer="node-1"}`))
+	}
+	fallbacks := sumMetric(t, c.procs, `limiterd_coordinated_checks_total{result="fallback`) - fb0
+	var drops int64
+	for i := range 8 {
+		n, err := c.lab.Drops(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drops += n
+	}
+	during := run.judge(cs, faultAt, run.now(), nil)
+	if err := c.lab.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	run.wait()
+	t.Logf("during the loss: %v", during)
+	figures(t, "2 one-way loss 1->2 and 20 % random loss for 60 s",
+		"5xx", during.fiveXX, "unanswered", during.noAnswer, "compliant denied", during.compliantDenied,
+		"false rejections (oracle)", during.falseRejections, "worst ratio", during.worst, "derived bound", bound,
+		"packets dropped", drops, "checks decided by the budget", fallbacks, "node-2's largest merge lag of node-1 (s)", maxLag)
+
+	if during.fiveXX != 0 || during.noAnswer != 0 {
+		t.Errorf("%d 5xx and %d unanswered checks, want none", during.fiveXX, during.noAnswer)
+	}
+	if during.compliantDenied != 0 {
+		t.Errorf("%d checks of compliant clients denied, want none", during.compliantDenied)
+	}
+	if during.worst > bound {
+		t.Errorf("worst window %.2f x the limit, above the derived bound %.2f", during.worst, bound)
+	}
+	if drops == 0 || fallbacks == 0 {
+		t.Errorf("the loss does not show: %d packets dropped, %v checks fell back", drops, fallbacks)
+	}
+}
+
+// TestFaultRestarts is scenario 3: a node restarted every 10 s for 2
+// minutes under load, SIGKILL and SIGTERM in turn. The other nodes answer
+// every check, a restarted node learns the counts back before it takes
+// checks, and a key's window stays within 1.1 x its limit.
+func TestFaultRestarts(t *testing.T) {
+	c := startLab(t, 8)
+	cs := clients(8, 4)
+	run := c.drive(context.Background(), 140*time.Second, cs)
+	type down struct {
+		node     int
+		from, to time.Duration
+	}
+	var downs []down
+	var learnt time.Duration
+	probes := 0
+	for i := range 12 {
+		time.Sleep(10 * time.Second)
+		p := c.procs[1+i%7]
+		// Counted elsewhere, so the restarted node must learn it back.
+		c.convCount(c.procs[0], "r", 5)
+		probes += 5
+		run.up[p.index].Store(false)
+		d := down{node: p.index, from: run.now()}
+		if i%2 == 0 {
+			c.kill(p)
+		} else {
+			c.terminate(p)
+		}
+		c.start(p)
+		// It takes checks once it counts what the others counted.
+		restarted := time.Now()
+		eventually(t, p.name+" learns the probe counts back", 30*time.Second, func() bool {
+			return c.convSeen(p, "r") == int64(probes)
+		})
+		learnt = max(learnt, time.Since(restarted))
+		d.to = run.now()
+		run.up[p.index].Store(true)
+		downs = append(downs, d)
+	}
+	run.wait()
+	// Checks sent to a node while it stopped may fail; every other one
+	// must be answered.
+	others := func(o outcome) bool {
+		for _, d := range downs {
+			if o.node == d.node && o.at >= d.from-time.Second && o.at < d.to {
+				return false
+			}
+		}
+		return true
+	}
+	v := run.judge(cs, 0, 0, others)
+	t.Logf("12 restarts: %v", v)
+	figures(t, "3 a node restarted every 10 s for 2 min",
+		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
+		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst,
+		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond))
+	if v.fiveXX != 0 || v.noAnswer != 0 {
+		t.Errorf("%d 5xx and %d unanswered checks on the running nodes, want none", v.fiveXX, v.noAnswer)
+	}
+	if v.compliantDenied != 0 {
+		t.Errorf("%d checks of compliant clients denied, want none", v.compliantDenied)
+	}
+	if v.worst > 1.1 {
+		t.Errorf("worst window %.2f x the limit, above 1.1", v.worst)
+	}
+}
+
+// TestFaultCoordinatorCut is scenario 4: the coordinator of a hot key is
+// cut off from the other seven mid-burst. The others fall back to the
+// budget (counted) without a failed check, the key stays within the
+// derived bound, and once the seven have declared it dead the key's new
+// coordinator among them grants again.
+func TestFaultCoordinatorCut(t *testing.T) {
+	c := startLab(t, 8)
+	bound := labBound(t, 8, true)
+	key := "abuse-hot"
+	k := cluster.CoordinatorOf(key, names(c.procs))
+	var coord *proc
+	var rest []int
+	for _, p := range c.procs {
+		if p.name == k {
+			coord = p
+		} else {
+			rest = append(rest, p.index)
+		}
+	}
+	others := c.procs[:0:0]
+	for _, i := range rest {
+		others = append(others, c.procs[i])
+	}
+	cs := []loadClient{{key: key, every: labWindow / (labLimit * 10)}}
+	cs = append(cs, clients(4, 0)...)
+	run := c.drive(context.Background(), 45*time.Second, cs)
+	run.up[coord.index].Store(false) // the burst goes through the others
+	time.Sleep(10 * time.Second)
+	granted := func() float64 { return sumMetric(t, others, `limiterd_coordinated_checks_total{result="granted"}`) }
+	fallbacks := func() float64 {
+		return sumMetric(t, others, `limiterd_coordinated_checks_total{result="fallback`)
+	}
+	g0, f0 := granted(), fallbacks()
+	if g0 == 0 {
+		t.Fatal("no check went to the coordinator before the cut")
+	}
+	cutAt := run.now()
+	if err := c.lab.Partition([]int{coord.index}, rest); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	// The seven declare it dead; the new coordinator grants.
+	var tookOver time.Duration
+	eventually(t, "the seven see seven alive", 60*time.Second, func() bool {
+		for _, p := range others {
+			m, err := members(p)
+			if err != nil || countState(m, "alive") != 7 {
+				return false
+			}
+		}
+		return true
+	})
+	g1 := granted()
+	eventually(t, "a new coordinator grants", 30*time.Second, func() bool {
+		if granted() > g1 {
+			tookOver = time.Since(cut)
+			return true
+		}
+		return false
+	})
+	run.wait()
+	fb := fallbacks() - f0
+	v := run.judge(cs, cutAt, 0, nil)
+	t.Logf("coordinator %s cut off: %v", k, v)
+	figures(t, "4 a hot key's coordinator cut off mid-burst",
+		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
+		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
+		"checks decided by the budget", fb, "new coordinator granting after", tookOver.Round(100*time.Millisecond))
+	if v.fiveXX != 0 || v.noAnswer != 0 {
+		t.Errorf("%d 5xx and %d unanswered checks, want none", v.fiveXX, v.noAnswer)
+	}
+	if v.compliantDenied != 0 {
+		t.Errorf("%d checks of compliant clients denied, want none", v.compliantDenied)
+	}
+	if fb == 0 {
+		t.Error("no check fell back to the budget after the cut")
+	}
+	if v.worst > bound {
+		t.Errorf("worst window %.2f x the limit, above the derived bound %.2f", v.worst, bound)
+	}
+}
