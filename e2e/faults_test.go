@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 // the halves find each other again, and every node's count of a key is the
 // sum of what the two sides admitted: nothing lost, nothing twice.
 func TestFaultPartition(t *testing.T) {
+	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
 	a, b := []int{0, 1, 2, 3, 4}, []int{5, 6, 7}
 	cs := clients(8, 4)
@@ -101,6 +104,7 @@ func TestFaultPartition(t *testing.T) {
 // loss: checks decided by the budget when no answer came in time, and
 // node 2's lag behind node 1.
 func TestFaultLoss(t *testing.T) {
+	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	cs := clients(8, 4)
@@ -158,6 +162,7 @@ func TestFaultLoss(t *testing.T) {
 // every check, a restarted node learns the counts back before it takes
 // checks, and a key's window stays within 1.1 x its limit.
 func TestFaultRestarts(t *testing.T) {
+	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
 	cs := clients(8, 4)
 	run := c.drive(context.Background(), 140*time.Second, cs)
@@ -226,6 +231,7 @@ func TestFaultRestarts(t *testing.T) {
 // derived bound, and once the seven have declared it dead the key's new
 // coordinator among them grants again.
 func TestFaultCoordinatorCut(t *testing.T) {
+	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	key := "abuse-hot"
@@ -299,5 +305,62 @@ func TestFaultCoordinatorCut(t *testing.T) {
 	}
 	if v.worst > bound {
 		t.Errorf("worst window %.2f x the limit, above the derived bound %.2f", v.worst, bound)
+	}
+}
+
+// TestFaultClockSkew is scenario 5: one node of 8 whose clock is ahead by
+// 50 ms, 200 ms and 2 s in turn (limiterd -test-clock-offset), under load.
+// Its peers' offset metric shows the offset. Within -max-clock-offset
+// (1 s) its counts are merged as they are: NFR1 holds, no compliant client
+// is denied, and the oracle counts the denials of abusive clients that the
+// offset's late room makes false; past it
+// the others refuse its slices, count them as skewed and warn, so the
+// skewed node and the rest count as two sides of a partition: at most
+// 2 x 1.1 x the limit, and still no compliant client denied.
+func TestFaultClockSkew(t *testing.T) {
+	t.Parallel() // each in a lab of its own; mostly waiting
+	c := startLab(t, 8)
+	skewed := c.procs[7]
+	base := skewed.args
+	cs := clients(8, 4)
+	for _, off := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second} {
+		c.terminate(skewed)
+		skewed.args = append(slices.Clone(base), "-test-clock-offset", off.String())
+		c.start(skewed)
+		c.waitAlive(c.procs, 8, 30*time.Second)
+		refused0 := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total")
+		run := c.drive(context.Background(), 2*labWindow+5*time.Second, cs)
+		run.wait()
+		// The last message's offset, seen by node 0: the offset less its
+		// delivery.
+		seen := time.Duration(metricValue(t, c.procs[0], `limiterd_cluster_clock_offset_seconds{peer="node-7"}`) * float64(time.Second))
+		refused := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total") - refused0
+		v := run.judge(cs, 0, 0, nil)
+		warned := strings.Contains(skewed.stderr.String(), "clock is off by more than the maximum clock offset")
+		t.Logf("clock ahead by %v: %v", off, v)
+		figures(t, "5 a node's clock ahead by "+off.String(),
+			"offset node-0 sees", seen.Round(time.Millisecond), "5xx", v.fiveXX, "unanswered", v.noAnswer,
+			"compliant denied", v.compliantDenied, "false rejections (oracle)", v.falseRejections,
+			"worst ratio", v.worst, "messages refused as skewed", refused, "skewed node warned", warned)
+		if seen > off || seen < off-500*time.Millisecond {
+			t.Errorf("node-0 sees node-7's clock %v ahead, want a little under %v", seen, off)
+		}
+		// NFR2 is the compliant clients': never denied. The oracle's false
+		// rejections of the abusive ones are the skew's price, reported:
+		// the peers keep each admission of a node ahead by d for W + d of
+		// their time, so room it leaves comes d late (counter/doc.go).
+		if v.fiveXX != 0 || v.noAnswer != 0 || v.compliantDenied != 0 {
+			t.Errorf("offset %v: %d 5xx, %d unanswered, %d compliant denied; want none", off, v.fiveXX, v.noAnswer, v.compliantDenied)
+		}
+		switch {
+		case off < time.Second && refused != 0:
+			t.Errorf("offset %v, within -max-clock-offset: %v messages refused as skewed", off, refused)
+		case off < time.Second && v.worst > 1.1:
+			t.Errorf("offset %v: worst window %.2f x the limit, above 1.1", off, v.worst)
+		case off > time.Second && (refused == 0 || !warned):
+			t.Errorf("offset %v, past -max-clock-offset: %v messages refused, warned %v; want both", off, refused, warned)
+		case off > time.Second && v.worst > 2*1.1:
+			t.Errorf("offset %v: worst window %.2f x the limit, above 2 sides x 1.1", off, v.worst)
+		}
 	}
 }

@@ -20,35 +20,45 @@ import (
 	"github.com/limiterd/limiterd/internal/netlab"
 )
 
-// binary builds limiterd once per test binary run.
-var buildOnce = struct {
-	sync.Once
+// builds holds one *build per command of cmd/, each built at most once per
+// test binary run, into a directory of its own.
+var builds sync.Map
+
+type build struct {
+	once sync.Once
 	path string
 	err  error
-}{}
+}
 
-func limiterdBinary(t *testing.T) string {
+func limiterdBinary(t *testing.T) string { return goBinary(t, "limiterd") }
+
+// goBinary builds ../cmd/name once and returns its path; for limiterd,
+// LIMITERD_E2E_BIN names a binary built elsewhere instead (a clean tree,
+// an older commit).
+func goBinary(t *testing.T, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if bin := os.Getenv("LIMITERD_E2E_BIN"); bin != "" {
-			buildOnce.path = bin // a binary built elsewhere (a clean tree, an older commit)
+	v, _ := builds.LoadOrStore(name, &build{})
+	b := v.(*build)
+	b.once.Do(func() {
+		if bin := os.Getenv("LIMITERD_E2E_BIN"); bin != "" && name == "limiterd" {
+			b.path = bin
 			return
 		}
 		dir, err := os.MkdirTemp("", "limiterd-e2e-")
 		if err != nil {
-			buildOnce.err = err
+			b.err = err
 			return
 		}
-		buildOnce.path = filepath.Join(dir, "limiterd")
-		out, err := exec.Command("go", "build", "-o", buildOnce.path, "../cmd/limiterd").CombinedOutput()
+		b.path = filepath.Join(dir, name)
+		out, err := exec.Command("go", "build", "-o", b.path, "../cmd/"+name).CombinedOutput()
 		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
 		}
 	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return buildOnce.path
+	return b.path
 }
 
 // freePort returns a port that was free on 127.0.0.1 for both TCP and UDP.

@@ -36,6 +36,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		return serveNoop(ctx, args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "flood" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return floodMain(ctx, args[1:], stdout, stderr)
+	}
 	cfg, runID, code, ok := parseFlags(args, stdout, stderr, lookupHost)
 	if !ok {
 		return code
@@ -217,6 +222,7 @@ func usage(fs *flag.FlagSet) {
 	w := fs.Output()
 	fmt.Fprint(w, `Usage: limitload [flags]
        limitload serve-noop [-listen HOST:PORT,...]   (no-op /check servers: the machine's ceiling)
+       limitload flood [-target HOST:PORT] [-keys N]  (unique keys as fast as a node takes them, over gRPC)
 
 limitload drives limiterd nodes over HTTP (GET /check on keep-alive
 connections, many in flight) and measures what a client sees: rate,
