@@ -205,8 +205,17 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 			kind, m, err = 0, nil, fmt.Errorf("%w: %v", ErrMalformed, r)
 		}
 	}()
+	// The decoder fills what the input has and leaves the rest: a short
+	// array (or a map) would keep fields of the message decoded before,
+	// maybe another peer's. Zero every field, keeping only the columns'
+	// capacity for reuse (FuzzDecode found it).
 	m = &w.m
-	m.From, m.Groups = "", m.Groups[:0]
+	groups := m.Groups[:cap(m.Groups)]
+	for i := range groups {
+		g := &groups[i]
+		*g = group{Keys: g.Keys[:0], Starts: g.Starts[:0], Counts: g.Counts[:0]}
+	}
+	*m = message{Groups: groups[:0]}
 	w.dec.ResetBytes(b[1:])
 	if err := w.dec.Decode(m); err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)

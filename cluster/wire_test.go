@@ -33,8 +33,14 @@ func TestWireReuse(t *testing.T) {
 		return msgs[0]
 	}
 	big, small, hello := mk(3, 2, 40), mk(1, 1, 2), mk(0, 0, 0)
+	// FuzzDecode's find: a delta whose one group is an empty map (and whose
+	// sender is "0000"). A fresh wire refuses it, the group has no limit; a
+	// wire that kept the last message's group took its limit and origin.
+	emptyGroup := []byte("D\x94\x01\xa30000\x91\x80\x00\x00\x000000\xff\x00\x00\x00000000\xa10\x91\xa10\x910\x910")
+	// A message array of two: version and sender, no send time, no groups.
+	short := []byte("D\x92\x01\xa2n9")
 	w := newWire(h)
-	for i, b := range [][]byte{big, small, big, hello, []byte("Dgarbage"), small, big} {
+	for i, b := range [][]byte{big, small, big, hello, []byte("Dgarbage"), small, big, emptyGroup, big, short, small} {
 		_, fresh, errFresh := decode(h, b, DefaultDecodeLimits())
 		_, got, err := w.decode(b, DefaultDecodeLimits())
 		if (err == nil) != (errFresh == nil) {
@@ -42,6 +48,9 @@ func TestWireReuse(t *testing.T) {
 		}
 		if err != nil {
 			continue
+		}
+		if got.From != fresh.From || got.SentMs != fresh.SentMs || got.Version != fresh.Version {
+			t.Fatalf("message %d: reused wire decoded %q at %d (v%d), fresh %q at %d (v%d)", i, got.From, got.SentMs, got.Version, fresh.From, fresh.SentMs, fresh.Version)
 		}
 		want := fresh.entries(nil)
 		if g := got.entries(nil); !slices.Equal(g, want) {
