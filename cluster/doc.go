@@ -154,7 +154,7 @@
 // peer whose clock is off by d has its slices counted for W - d or W + d
 // of ours. Up to Config.MaxClockOffset (default 1s, a sixtieth of a
 // minute's window) that is the price, and limiterd_cluster_clock_offset_seconds
-// shows it. Beyond it, either way, a node stops merging the slices of that
+// shows it. Beyond it ahead, a node stops merging the slices of that
 // peer's own that its sync messages carry (deltas, anti-entropy, full
 // state), counts them in limiterd_sync_entries_total{result="skewed"}
 // and the messages in limiterd_sync_skewed_messages_total, answers the
@@ -169,17 +169,21 @@
 // last one to two anti-entropy intervals, since a late message (a queue,
 // a long catch-up) looks behind but never ahead.
 //
-// Both sides see the skew, so the skewed node and the others count each
-// other's requests as across a partition: each side decides on its own
-// counts (checks at the margin alone, with the budget), and a client
-// spread over both may get up to a limit from each, at most sides × limit
-// a window. That is the honest consequence: merging the slices instead
+// Only a clock ahead is refused: a peer behind looks exactly like one
+// whose every message is late, which is what an overloaded node's are,
+// and refusing its counts would turn an overload into a partition. Every
+// skewed pair still has a side that sees the other ahead, which refuses:
+// the peers of a node ahead refuse its slices, and a node behind refuses
+// all of theirs. So the skewed node and the others count each other's
+// requests as across a partition, at least one way: each side decides on
+// its own counts (checks at the margin alone, with the budget), and a
+// client spread over both may get up to a limit from each, at most sides
+// × limit a window. That is the honest consequence: merging the slices instead
 // would shift each of them by d in our windows, letting up to d worth of
 // the peer's requests through early or keeping them d too long, with no
 // bound on d. When the offset is back under the limit, merging resumes by
-// itself (at the next message, or within two anti-entropy intervals for a
-// clock set back from ahead), an info line says so, and the side that
-// resumes sends the other a hello, whose reply (under the limits of any
+// itself (within two anti-entropy intervals), an info line says so, and
+// the side that resumes sends the other a hello, whose reply (under the limits of any
 // hello's) brings back the slices it refused meanwhile. limiterd's
 // -test-clock-offset shifts a node's whole clock (Config.Now and the
 // decisions' clock) to test this.

@@ -64,7 +64,12 @@ type skewNote struct {
 // what to log. Under e.mu.
 func (e *Engine) updateSkew(p *peer, now time.Time, sentMs int64) skewNote {
 	est := time.Duration(p.clock.observe(now, e.cfg.AntiEntropyInterval, sentMs-now.UnixMilli())) * time.Millisecond
-	skewed := e.cfg.MaxClockOffset > 0 && (est > e.cfg.MaxClockOffset || est < -e.cfg.MaxClockOffset)
+	// Only a clock ahead is judged: a message is never early, so an
+	// offset ahead is the clocks', while one behind may be nothing but
+	// delay (a queue, a node starved of CPU), and refusing a peer's counts
+	// for that would let an overload undo the bound. A peer behind sees
+	// this node ahead and refuses for both.
+	skewed := e.cfg.MaxClockOffset > 0 && est > e.cfg.MaxClockOffset
 	c := &p.clock
 	note := skewNote{offset: est}
 	was := p.Skewed
@@ -87,7 +92,7 @@ func (e *Engine) logSkew(peer string, n skewNote) {
 	switch {
 	case n.warn:
 		e.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"a peer's clock is off by more than the maximum clock offset: its counts are not merged, and the two count each other's requests as across a partition until it is back",
+			"a peer's clock is ahead of ours by more than the maximum clock offset: its counts are not merged, and the two count each other's requests as across a partition until it is back",
 			slog.String("peer", peer), slog.Duration("offset", n.offset), slog.Duration("max_clock_offset", e.cfg.MaxClockOffset))
 	case n.resumed:
 		e.log.LogAttrs(context.Background(), slog.LevelInfo,

@@ -151,7 +151,7 @@
 // too long keeps them d too long (NFR2). The cluster layer exports the
 // offset it observes per peer so operators see it before it matters. Past
 // the cluster layer's MaxClockOffset (limiterd's -max-clock-offset, 1 s by
-// default) a node stops merging that peer's slices instead of misplacing
+// default) ahead, a node stops merging that peer's slices instead of misplacing
 // them by the offset, and the two then count each other's requests as
 // across a partition: at most a limit on each side per window.
 //

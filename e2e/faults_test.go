@@ -86,13 +86,14 @@ func TestFaultPartition(t *testing.T) {
 	if during.worst > 2*1.1 {
 		t.Errorf("worst window during the cut %.2f x the limit, above 2 sides x 1.1", during.worst)
 	}
-	// A check never waits on the network: past the coordinator's 5 ms
-	// deadline it is decided here. A check stuck on the cut network would
-	// take seconds (TCP's timeouts); 1 s is far from both.
 	if after.worst > 1.1 {
 		t.Errorf("worst window a window after the counts converged %.2f x the limit, above 1.1", after.worst)
 	}
-	if during.max > time.Second {
+	// A check never waits on the network: past the coordinator's 5 ms
+	// deadline it is decided here. A check stuck on the cut network would
+	// take seconds (TCP's retransmissions, the client's 5 s timeout); 3 s
+	// is far from both, even on a loaded two-core machine.
+	if during.max > 3*time.Second {
 		t.Errorf("a check during the cut took %v: it waited on the network", during.max)
 	}
 }
@@ -336,12 +337,13 @@ func TestFaultClockSkew(t *testing.T) {
 		seen := time.Duration(metricValue(t, c.procs[0], `limiterd_cluster_clock_offset_seconds{peer="node-7"}`) * float64(time.Second))
 		refused := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total") - refused0
 		v := run.judge(cs, 0, 0, nil)
-		warned := strings.Contains(skewed.stderr.String(), "clock is off by more than the maximum clock offset")
+		// Its peers see it ahead: they refuse its slices and warn.
+		warned := strings.Contains(c.procs[0].stderr.String(), "clock is ahead of ours by more than the maximum clock offset")
 		t.Logf("clock ahead by %v: %v", off, v)
 		figures(t, "5 a node's clock ahead by "+off.String(),
 			"offset node-0 sees", seen.Round(time.Millisecond), "5xx", v.fiveXX, "unanswered", v.noAnswer,
 			"compliant denied", v.compliantDenied, "false rejections (oracle)", v.falseRejections,
-			"worst ratio", v.worst, "messages refused as skewed", refused, "skewed node warned", warned)
+			"worst ratio", v.worst, "messages refused as skewed", refused, "node-0 warned", warned)
 		if seen > off || seen < off-500*time.Millisecond {
 			t.Errorf("node-0 sees node-7's clock %v ahead, want a little under %v", seen, off)
 		}

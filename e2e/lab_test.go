@@ -304,14 +304,28 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 	return v
 }
 
-// figures logs a scenario's figures in one line docs/faults.md quotes.
+// figures logs a scenario's figures in one line, the line docs/faults.md
+// quotes, and appends it to the file LIMITERD_FIGURES names, if any: go
+// test shows a passing test's log only with -v, and make test prints that
+// file at its end.
 func figures(t *testing.T, scenario string, kv ...any) {
 	t.Helper()
 	var b strings.Builder
 	for i := 0; i+1 < len(kv); i += 2 {
 		fmt.Fprintf(&b, "; %v: %v", kv[i], kv[i+1])
 	}
-	t.Logf("FIGURES %s%s", scenario, b.String())
+	line := "FIGURES " + scenario + b.String()
+	t.Log(line)
+	if path := os.Getenv("LIMITERD_FIGURES"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line + "\n"); err != nil { // one write: appends of parallel tests do not mix
+			t.Fatal(err)
+		}
+	}
 }
 
 // convCount counts n checks of the probe key at node p over gRPC, all
