@@ -140,18 +140,3 @@ func TestFaultKeyFlood(t *testing.T) {
 		t.Errorf("compliant clients: %d checks, %d denied, %d untracked, %d failed; want checks and none of the rest", compliant.Load(), denied.Load(), untracked.Load(), failed.Load())
 	}
 }
-
-// residentBytes reads a process's resident memory (VmRSS) from /proc.
-func residentBytes(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}

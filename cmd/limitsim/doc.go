@@ -60,7 +60,7 @@
 //
 // With --plot DIR, seed also draws its tables as SVG charts into DIR
 // (created if missing; standard output is unchanged), written by a small
-// SVG writer in svg.go (no plotting library, no network) and byte-for-byte
+// SVG writer, internal/svgchart (no plotting library, no network) and byte-for-byte
 // deterministic:
 //
 //	window-steady-2x.svg       for each pattern, the requests each algorithm

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/limiterd/limiterd/internal/svgchart"
 )
 
 // The charts of limitsim seed --plot DIR: the seed's window table and its
@@ -48,7 +50,7 @@ func defaultPlotPlan() plotPlan {
 // plotFile is one chart and the file it goes to.
 type plotFile struct {
 	name  string // file name, e.g. "window-steady-2x.svg"
-	chart chart
+	chart svgchart.Chart
 }
 
 // Colours: the Okabe-Ito palette, readable with every common colour-vision
@@ -109,7 +111,7 @@ func writePlots(dir string, files []plotFile) error {
 		return fmt.Errorf("plot: %w", err)
 	}
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f.name), f.chart.svg(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.chart.SVG(), 0o644); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
@@ -125,22 +127,22 @@ func windowCharts(bucketMs int64) ([]plotFile, error) {
 	}
 	// limiterd is drawn first and wide: where another algorithm accepts the
 	// same, its line runs inside limiterd's, which shows as a border.
-	styles := map[string]series{
-		"fixed window":            {color: colFixed, width: 2},
-		"12-slice sliding":        {color: colSliding, width: 2, dash: "7 4"},
-		"token bucket (60, 10/s)": {color: colBucket, width: 2},
-		"limiterd":                {color: colLimiterd, width: 5},
+	styles := map[string]svgchart.Series{
+		"fixed window":            {Color: colFixed, Width: 2},
+		"12-slice sliding":        {Color: colSliding, Width: 2, Dash: "7 4"},
+		"token bucket (60, 10/s)": {Color: colBucket, Width: 2},
+		"limiterd":                {Color: colLimiterd, Width: 5},
 	}
 	var files []plotFile
 	for i, pat := range pats {
 		at := pat.at()
-		c := chart{
-			title:    titles[i] + ": accepted requests in the last 60 s",
-			subtitle: fmt.Sprintf("One client, %d requests: %s. Limit %d per 60 s.", len(at), pat.desc, seedLimit),
-			x:        axis{label: "time t (s)", min: 0, max: seedDurationMs / 1000},
+		c := svgchart.Chart{
+			Title:    titles[i] + ": accepted requests in the last 60 s",
+			Subtitle: fmt.Sprintf("One client, %d requests: %s. Limit %d per 60 s.", len(at), pat.desc, seedLimit),
+			X:        svgchart.Axis{Label: "time t (s)", Min: 0, Max: seedDurationMs / 1000},
 		}
 		for t := 0; t <= seedDurationMs/1000; t += 30 { // window edges every other tick
-			c.x.ticks = append(c.x.ticks, tick{float64(t), strconv.Itoa(t)})
+			c.X.Ticks = append(c.X.Ticks, svgchart.Tick{V: float64(t), Label: strconv.Itoa(t)})
 		}
 		top := int(seedLimit * nfr1Ratio)
 		for _, a := range seedAlgorithms() {
@@ -158,16 +160,16 @@ func windowCharts(bucketMs int64) ([]plotFile, error) {
 			}
 			most := maxInWindow(acc, seedWindowMs)
 			top = max(top, most)
-			s.name = fmt.Sprintf("%s: max %d (%.2f×), %d rejected", a.name, most, ratio(most, seedLimit), len(at)-len(acc))
-			s.points = slidingEnvelope(acc, seedWindowMs, bucketMs, seedDurationMs)
+			s.Name = fmt.Sprintf("%s: max %d (%.2f×), %d rejected", a.name, most, ratio(most, seedLimit), len(at)-len(acc))
+			s.Points = slidingEnvelope(acc, seedWindowMs, bucketMs, seedDurationMs)
 			if a.name == "limiterd" {
-				c.series = append([]series{s}, c.series...)
+				c.Series = append([]svgchart.Series{s}, c.Series...)
 			} else {
-				c.series = append(c.series, s)
+				c.Series = append(c.Series, s)
 			}
 		}
-		c.y = axis{label: "accepted in (t − 60 s, t]", min: 0, max: float64(ceilTo(top*108/100, 100))}
-		c.hlines = limitLines(seedLimit)
+		c.Y = svgchart.Axis{Label: "accepted in (t − 60 s, t]", Min: 0, Max: float64(ceilTo(top*108/100, 100))}
+		c.HLines = limitLines(seedLimit)
 		files = append(files, plotFile{slugs[i], c})
 	}
 	return files, nil
@@ -175,16 +177,16 @@ func windowCharts(bucketMs int64) ([]plotFile, error) {
 
 // limitLines are the limit and the NFR1 ceiling, in requests (scale 1) or
 // as ratios of the limit (limit 1).
-func limitLines(limit float64) []hline {
+func limitLines(limit float64) []svgchart.HLine {
 	unit := func(v float64) string {
 		if limit == 1 {
 			return fmt.Sprintf("%.1f", v)
 		}
 		return strconv.Itoa(int(v))
 	}
-	return []hline{
-		{y: limit, label: "limit: " + unit(limit), color: colLimit, dash: dashLimit},
-		{y: limit * nfr1Ratio, label: "NFR1 ceiling, 1.1 × limit: " + unit(limit*nfr1Ratio), color: colNFR1, dash: dashNFR1},
+	return []svgchart.HLine{
+		{Y: limit, Label: "limit: " + unit(limit), Color: colLimit, Dash: dashLimit},
+		{Y: limit * nfr1Ratio, Label: "NFR1 ceiling, 1.1 × limit: " + unit(limit*nfr1Ratio), Color: colNFR1, Dash: dashNFR1},
 	}
 }
 
@@ -193,8 +195,8 @@ func limitLines(limit float64) []hline {
 // non-decreasing) in (t-window, t] for any whole ms t in the bucket, as the
 // point (k*bucket in seconds, that number). Taking the maximum rather than
 // a sample keeps every peak: the chart's highest point is maxInWindow.
-func slidingEnvelope(acc []int64, window, bucket, duration int64) []point {
-	pts := make([]point, 0, duration/bucket+1)
+func slidingEnvelope(acc []int64, window, bucket, duration int64) []svgchart.Point {
+	pts := make([]svgchart.Point, 0, duration/bucket+1)
 	lo, hi := 0, 0 // acc[lo:hi] are the instants in (t-window, t]
 	for start := int64(0); start < duration; start += bucket {
 		most := 0
@@ -207,7 +209,7 @@ func slidingEnvelope(acc []int64, window, bucket, duration int64) []point {
 			}
 			most = max(most, hi-lo)
 		}
-		pts = append(pts, point{float64(start) / 1000, float64(most)})
+		pts = append(pts, svgchart.Point{X: float64(start) / 1000, Y: float64(most)})
 	}
 	return pts
 }
@@ -221,36 +223,36 @@ func ceilTo(n, step int) int { return (n + step - 1) / step * step }
 // budget. Every request lies in one 60 s window, so the most accepted in any
 // 60 s interval is the number accepted.
 func syncIntervalChart(intervals []float64, rate int) (plotFile, error) {
-	seed := series{name: "seed's model: delayed sync", color: colSeed, width: 2, dash: "7 4", markers: true}
-	budget := series{name: "limiterd, per-node budget (default)", color: colLimiterd, width: 2.5, markers: true}
-	none := series{name: "limiterd, no budget", color: colNoBudget, width: 6, markers: true}
+	seed := svgchart.Series{Name: "seed's model: delayed sync", Color: colSeed, Width: 2, Dash: "7 4", Markers: true}
+	budget := svgchart.Series{Name: "limiterd, per-node budget (default)", Color: colLimiterd, Width: 2.5, Markers: true}
+	none := svgchart.Series{Name: "limiterd, no budget", Color: colNoBudget, Width: 6, Markers: true}
 	top := nfr1Ratio
 	for _, iv := range intervals {
 		r := seedDistributed(schemeDelayed, rate, iv, seedLCGSeed)
-		seed.points = append(seed.points, point{iv, ratio(r.accepted, seedLimit)})
-		for _, s := range []*series{&budget, &none} {
+		seed.Points = append(seed.Points, svgchart.Point{X: iv, Y: ratio(r.accepted, seedLimit)})
+		for _, s := range []*svgchart.Series{&budget, &none} {
 			r, err := limiterdDistributed(limiterdSim(iv, s == &budget), rate, seedLCGSeed)
 			if err != nil {
 				return plotFile{}, fmt.Errorf("plot: sync %g s: %w", iv, err)
 			}
-			s.points = append(s.points, point{iv, ratio(r.accepted, seedLimit)})
+			s.Points = append(s.Points, svgchart.Point{X: iv, Y: ratio(r.accepted, seedLimit)})
 			top = max(top, ratio(r.accepted, seedLimit))
 		}
 		top = max(top, ratio(r.accepted, seedLimit))
 	}
-	c := chart{
-		title: "Overshoot against the sync interval",
-		subtitle: fmt.Sprintf("%d nodes, one client at %d/s for one 60 s window (%d requests) on nodes drawn by the seed's LCG; limiterd's lines run the real counter, limiter and Syncer.",
+	c := svgchart.Chart{
+		Title: "Overshoot against the sync interval",
+		Subtitle: fmt.Sprintf("%d nodes, one client at %d/s for one 60 s window (%d requests) on nodes drawn by the seed's LCG; limiterd's lines run the real counter, limiter and Syncer.",
 			distNodes, rate, rate*distWindowS),
-		x: axis{label: "sync interval (s, log scale)", min: intervals[0] * 0.75, max: intervals[len(intervals)-1] * 1.3, log: true},
-		y: ratioAxis(top),
+		X: svgchart.Axis{Label: "sync interval (s, log scale)", Min: intervals[0] * 0.75, Max: intervals[len(intervals)-1] * 1.3, Log: true},
+		Y: ratioAxis(top),
 		// No budget underneath, drawn wide: where the two limiterd lines
 		// coincide it shows as a border around the budget's line.
-		series: []series{none, budget, seed},
-		hlines: limitLines(1),
+		Series: []svgchart.Series{none, budget, seed},
+		HLines: limitLines(1),
 	}
 	for _, iv := range intervals {
-		c.x.ticks = append(c.x.ticks, tick{iv, strconv.FormatFloat(iv, 'f', -1, 64)})
+		c.X.Ticks = append(c.X.Ticks, svgchart.Tick{V: iv, Label: strconv.FormatFloat(iv, 'f', -1, 64)})
 	}
 	return plotFile{"cluster-sync-interval.svg", c}, nil
 }
@@ -264,30 +266,30 @@ func clientRateChart(rates []float64, durationMs int64) (plotFile, error) {
 	if err != nil {
 		return plotFile{}, fmt.Errorf("plot: %w", err)
 	}
-	none := series{name: "no budget", color: colNoBudget, width: 2.5, markers: true}
-	budget := series{name: "per-node budget, floor 1 (default)", color: colLimiterd, width: 2.5, markers: true}
+	none := svgchart.Series{Name: "no budget", Color: colNoBudget, Width: 2.5, Markers: true}
+	budget := svgchart.Series{Name: "per-node budget, floor 1 (default)", Color: colLimiterd, Width: 2.5, Markers: true}
 	top := nfr1Ratio
 	for i, rate := range rates {
-		for j, s := range []*series{&none, &budget} {
+		for j, s := range []*svgchart.Series{&none, &budget} {
 			v := ratio(br.nfr1[i][j].maxInWindow, seedLimit)
-			s.points = append(s.points, point{rate, v})
+			s.Points = append(s.Points, svgchart.Point{X: rate, Y: v})
 			top = max(top, v)
 		}
 	}
 	bound := float64(clusterBound(floor1().sim())) / seedLimit
 	sc := defaultSimConfig()
-	c := chart{
-		title: "Overshoot against the client's rate",
-		subtitle: fmt.Sprintf("%d nodes syncing every %g s, one client at a steady rate for %d s on nodes drawn by the seed's LCG; real counter, limiter and Syncer.",
+	c := svgchart.Chart{
+		Title: "Overshoot against the client's rate",
+		Subtitle: fmt.Sprintf("%d nodes syncing every %g s, one client at a steady rate for %d s on nodes drawn by the seed's LCG; real counter, limiter and Syncer.",
 			sc.nodes, sc.sync.Seconds(), durationMs/1000),
-		x:      axis{label: "client rate (requests/s, log scale)", min: rates[0] * 0.7, max: rates[len(rates)-1] * 1.4, log: true},
-		y:      ratioAxis(top),
-		series: []series{none, budget},
-		hlines: append(limitLines(1), hline{y: bound, label: fmt.Sprintf("bound derived for the budget, any rate: %.3f", bound), color: colLimiterd, dash: dashBound}),
+		X:      svgchart.Axis{Label: "client rate (requests/s, log scale)", Min: rates[0] * 0.7, Max: rates[len(rates)-1] * 1.4, Log: true},
+		Y:      ratioAxis(top),
+		Series: []svgchart.Series{none, budget},
+		HLines: append(limitLines(1), svgchart.HLine{Y: bound, Label: fmt.Sprintf("bound derived for the budget, any rate: %.3f", bound), Color: colLimiterd, Dash: dashBound}),
 	}
 	for _, v := range []float64{10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000} {
-		if v >= c.x.min && v <= c.x.max {
-			c.x.ticks = append(c.x.ticks, tick{v, rateLabel(v)})
+		if v >= c.X.Min && v <= c.X.Max {
+			c.X.Ticks = append(c.X.Ticks, svgchart.Tick{V: v, Label: rateLabel(v)})
 		}
 	}
 	return plotFile{"cluster-client-rate.svg", c}, nil
@@ -295,9 +297,9 @@ func clientRateChart(rates []float64, durationMs int64) (plotFile, error) {
 
 // ratioAxis is the y axis of the cluster charts, from 0.9 to a little
 // above top.
-func ratioAxis(top float64) axis {
+func ratioAxis(top float64) svgchart.Axis {
 	hi := math.Ceil(top*1.05*10) / 10
-	return axis{label: "most accepted in any 60 s ÷ limit", min: 0.9, max: hi}
+	return svgchart.Axis{Label: "most accepted in any 60 s ÷ limit", Min: 0.9, Max: hi}
 }
 
 // rateLabel writes 1000 as "1k".

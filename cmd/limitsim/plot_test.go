@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limiterd/limiterd/internal/svgchart"
 )
 
 // quickPlotPlan has every chart of limitsim seed --plot with a small
@@ -65,7 +67,7 @@ func TestSlidingEnvelopeExact(t *testing.T) {
 				}
 				most = max(most, n)
 			}
-			if p.x != float64(int64(k)*bucket)/1000 || p.y != float64(most) {
+			if p.X != float64(int64(k)*bucket)/1000 || p.Y != float64(most) {
 				t.Fatalf("window %d, bucket %d: point %d is %v, want (%g, %d)", window, bucket, k, p, float64(int64(k)*bucket)/1000, most)
 			}
 		}
@@ -90,10 +92,10 @@ func TestWindowChartsMatchTable(t *testing.T) {
 	for i, b := range blocks {
 		c := files[i].chart
 		for _, r := range b.rows {
-			var s *series
-			for j := range c.series {
-				if strings.HasPrefix(c.series[j].name, r.algorithm+":") {
-					s = &c.series[j]
+			var s *svgchart.Series
+			for j := range c.Series {
+				if strings.HasPrefix(c.Series[j].Name, r.algorithm+":") {
+					s = &c.Series[j]
 				}
 			}
 			if s == nil {
@@ -101,17 +103,17 @@ func TestWindowChartsMatchTable(t *testing.T) {
 				continue
 			}
 			top := 0.0
-			for _, p := range s.points {
-				top = max(top, p.y)
+			for _, p := range s.Points {
+				top = max(top, p.Y)
 			}
 			if int(top) != r.max60 {
 				t.Errorf("%s, %s: highest point %g, the table has max 60 s %d", files[i].name, r.algorithm, top, r.max60)
 			}
-			if want := r.algorithm + ": max " + strconv.Itoa(r.max60) + " "; !strings.HasPrefix(s.name, want) {
-				t.Errorf("%s: legend %q, want it to start %q", files[i].name, s.name, want)
+			if want := r.algorithm + ": max " + strconv.Itoa(r.max60) + " "; !strings.HasPrefix(s.Name, want) {
+				t.Errorf("%s: legend %q, want it to start %q", files[i].name, s.Name, want)
 			}
-			if top > c.y.max {
-				t.Errorf("%s, %s: highest point %g above the axis (%g)", files[i].name, r.algorithm, top, c.y.max)
+			if top > c.Y.Max {
+				t.Errorf("%s, %s: highest point %g above the axis (%g)", files[i].name, r.algorithm, top, c.Y.Max)
 			}
 		}
 	}
@@ -127,7 +129,7 @@ func TestPlots(t *testing.T) {
 	t.Run("deterministic", func(t *testing.T) {
 		again := quickPlots(t)
 		for name, f := range plots {
-			if !bytes.Equal(f.chart.svg(), again[name].chart.svg()) {
+			if !bytes.Equal(f.chart.SVG(), again[name].chart.SVG()) {
 				t.Errorf("%s differs between two builds", name)
 			}
 		}
@@ -137,7 +139,7 @@ func TestPlots(t *testing.T) {
 	// race detector).
 	t.Run("golden", func(t *testing.T) {
 		for _, name := range []string{"window-slice-end.svg", "cluster-sync-interval.svg"} {
-			golden(t, filepath.Join("plot", name), plots[name].chart.svg())
+			golden(t, filepath.Join("plot", name), plots[name].chart.SVG())
 		}
 	})
 	t.Run("write", func(t *testing.T) {
@@ -198,8 +200,8 @@ func checkPlotsStructure(t *testing.T, plots map[string]plotFile) {
 			if !ok {
 				t.Fatal("chart missing")
 			}
-			els := parseSVG(t, f.chart.svg())
-			if got := find(els, "title", "id", "title"); len(got) != 1 || got[0].text == "" {
+			els := parseSVG(t, f.chart.SVG())
+			if got := find(els, "title", "id", "title"); len(got) != 1 || got[0].Text == "" {
 				t.Error("no title")
 			}
 			if got := find(els, "polyline", "", ""); len(got) != tt.series {
@@ -207,15 +209,15 @@ func checkPlotsStructure(t *testing.T, plots map[string]plotFile) {
 			}
 			var drawn []string
 			for _, e := range find(els, "line", "class", "hline") {
-				drawn = append(drawn, e.attrs["data-value"])
+				drawn = append(drawn, e.Attrs["data-value"])
 			}
 			if !slices.Equal(drawn, tt.hlines) {
 				t.Errorf("reference lines %q, want %q", drawn, tt.hlines)
 			}
 			text := ""
 			for _, e := range els {
-				if e.name == "text" {
-					text += e.text + "\n"
+				if e.Name == "text" {
+					text += e.Text + "\n"
 				}
 			}
 			for _, want := range []string{"limit: ", "NFR1 ceiling, 1.1 × limit: "} {
