@@ -122,8 +122,8 @@ func TestFaultKeyFlood(t *testing.T) {
 	figures(t, "6 a flood of 10 million unique keys at one node",
 		"keys sent", fl.Keys, "took (s)", fmt.Sprintf("%.1f", fl.Seconds),
 		"keys/s", fmt.Sprintf("%.0f", fl.KeysPerSecond), "failed calls", fl.FailedCallsJSON,
-		"peak RSS MiB", peak.Load()>>20, "ceiling MiB", floodRSSCeiling>>20, "tracked keys at the end", tracked,
-		"untracked checks", moved, "compliant checks", compliant.Load(), "compliant denied", denied.Load(),
+		"peak RSS MiB", peak.Load()>>20, "ceiling MiB", floodRSSCeiling>>20, "tracked keys at the end", int64(tracked),
+		"untracked checks", int64(moved), "compliant checks", compliant.Load(), "compliant denied", denied.Load(),
 		"compliant untracked", untracked.Load(), "compliant failed", failed.Load())
 	if fl.Keys != floodKeys || fl.FailedCallsJSON != 0 {
 		t.Fatalf("%d of %d keys sent, %d calls failed", fl.Keys, floodKeys, fl.FailedCallsJSON)

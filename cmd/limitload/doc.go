@@ -11,6 +11,10 @@
 //	limitload --targets 127.0.0.1:8081,...,127.0.0.1:8088 --pattern edge-burst --limit 600 --window 10s
 //	limitload --targets ... --pattern keys --keys 200000 --rate 40000 --duration 60s --limit 600 --window 60s --json
 //
+// "limitload flood" sends unique keys, each once, as fast as a node takes
+// them, over Envoy's rate limit protocol (64 descriptors a call), and prints
+// one JSON line: the cost of a flood of new clients (docs/faults.md).
+//
 // "limitload -h" lists every flag. Targets outside 127.0.0.0/8 and ::1 are
 // refused unless --allow-remote is given (host names are resolved once,
 // and every address must be loopback). Before the run a preflight check

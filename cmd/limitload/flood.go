@@ -29,6 +29,7 @@ type floodConfig struct {
 	conns       int    // connections, one sender each
 	maxDuration time.Duration
 	callTimeout time.Duration
+	allowRemote bool
 }
 
 // floodReport is what a flood measured.
@@ -57,6 +58,7 @@ func floodMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&c.conns, "conns", 4, "connections, `N`, each with one call in flight")
 	fs.DurationVar(&c.maxDuration, "max-duration", 10*time.Minute, "stop sending after `D`, sent or not (the report says whether every key was)")
 	fs.DurationVar(&c.callTimeout, "call-timeout", 10*time.Second, "a call unanswered after `D` counts as failed")
+	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow a target outside 127.0.0.0/8 and ::1")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: limitload flood [flags]
 
@@ -89,6 +91,11 @@ Flags:
 	case c.maxDuration <= 0 || c.callTimeout <= 0:
 		return usageError(stderr, "-max-duration and -call-timeout must be positive")
 	}
+	target, err := resolveTarget(c.target, c.allowRemote, lookupHost)
+	if err != nil {
+		return usageError(stderr, "%s", plain(err))
+	}
+	c.target = target
 	r, err := flood(ctx, c)
 	if err != nil {
 		fmt.Fprintf(stderr, "limitload: %v\n", err)

@@ -103,7 +103,7 @@ func TestFloodStopsAtMaxDuration(t *testing.T) {
 }
 
 func TestFloodUsage(t *testing.T) {
-	for _, args := range [][]string{{"-per-call", "65"}, {"-keys", "0"}, {"-conns", "0"}, {"extra"}, {"-max-duration", "0s"}} {
+	for _, args := range [][]string{{"-per-call", "65"}, {"-keys", "0"}, {"-conns", "0"}, {"extra"}, {"-max-duration", "0s"}, {"-target", "192.0.2.1:8081"}} {
 		var out, errb bytes.Buffer
 		if code := floodMain(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {
 			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, errb.String())
