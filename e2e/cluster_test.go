@@ -230,24 +230,19 @@ func analyse(log []sent, window time.Duration) (best, definite, rejected, errs i
 	for i, s := range ok {
 		at[i] = s.at.Sub(ok[0].at)
 	}
-	most, _ := oracle.MaxInWindow(at, nil, window)
-	best = int(most)
-	for j := range ok {
-		end, n := ok[j].at.Add(window), 0
-		for i := j; i < len(ok) && ok[i].at.Before(end); i++ {
-			if ok[i].done.Before(end) {
-				n++
-			}
-		}
-		definite = max(definite, n)
+	done := make([]time.Duration, len(ok))
+	for i, s := range ok {
+		done[i] = s.done.Sub(ok[0].at)
 	}
-	return best, definite, rejected, errs
+	most, _ := oracle.MaxInWindow(at, nil, window)
+	return int(most), int(oracle.MaxDecidedInWindow(at, done, window)), rejected, errs
 }
 
 // derivedBound returns the most requests of one key that n nodes with
 // limiterd's default counter and cluster settings, syncing every sync, may
 // accept in a window (counter.WorstCase), and whether that is within the
-// single node's L + floor(0.1 L).
+// single node's L + floor(0.1 L). edit changes the cluster settings first
+// (say, coordination off: the bound of the budget's fallback).
 func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration, edit ...func(*counter.ClusterConfig)) (int64, bool) {
 	t.Helper()
 	c, err := counter.New(counter.DefaultConfig())

@@ -234,19 +234,21 @@ type verdict struct {
 	checks, fiveXX, noAnswer int
 	compliantDenied          int
 	falseRejections          int // over every client, by the oracle
-	worst                    float64
+	worst                    float64 // the most decided in a window ÷ the limit: held against the bounds
+	worstSent                float64 // the most sent and admitted in a window ÷ the limit: what a client sees
 	worstKey                 string
 	p99, max                 time.Duration
 }
 
 func (v verdict) String() string {
-	return fmt.Sprintf("%d checks, %d 5xx, %d unanswered, %d compliant denied, %d false rejections (oracle), worst window %.2f x the limit (%s), latency p99 %v max %v",
-		v.checks, v.fiveXX, v.noAnswer, v.compliantDenied, v.falseRejections, v.worst, v.worstKey, v.p99.Round(100*time.Microsecond), v.max.Round(100*time.Microsecond))
+	return fmt.Sprintf("%d checks, %d 5xx, %d unanswered, %d compliant denied, %d false rejections (oracle), worst window %.2f x the limit (%s; %.2f by send instant), latency p99 %v max %v",
+		v.checks, v.fiveXX, v.noAnswer, v.compliantDenied, v.falseRejections, v.worst, v.worstKey, v.worstSent, v.p99.Round(100*time.Microsecond), v.max.Round(100*time.Microsecond))
 }
 
-// judge judges the outcomes sent in [from, to) (to 0: to the end) that the
-// keep (nil: all) keeps, with internal/oracle: the
-// worst window among the admissions in [from, to), and the false
+// judge judges the outcomes sent in [from, to) (to 0: to the end) that
+// keep (nil: all) keeps, with internal/oracle: the worst window among the
+// admissions in [from, to), counting those sent and answered inside it
+// (decided inside it, whatever the network's delay), and the false
 // rejections among the denials there, judged against every admission
 // before them.
 func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outcome) bool) verdict {
@@ -255,7 +257,7 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 	var v verdict
 	var took []time.Duration
 	for _, cl := range cs {
-		var admitted, answered, rejected, inPhase []time.Duration
+		var admitted, answered, rejected, inPhase, inPhaseAnswered []time.Duration
 		log := slices.Clone(r.log[cl.key])
 		slices.SortFunc(log, func(a, b outcome) int { return int(a.at - b.at) })
 		for _, o := range log {
@@ -265,6 +267,7 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 				answered = append(answered, o.at+o.took)
 				if o.at >= from && (to == 0 || o.at < to) {
 					inPhase = append(inPhase, o.at)
+					inPhaseAnswered = append(inPhaseAnswered, o.at+o.took)
 				}
 			case http.StatusTooManyRequests:
 				if o.at >= from && (to == 0 || o.at < to) {
@@ -293,8 +296,11 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 		// node's window then is in the oracle's.
 		slices.Sort(answered)
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
-		if n, _ := oracle.MaxInWindow(inPhase, nil, labWindow); float64(n)/labLimit > v.worst {
+		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {
 			v.worst, v.worstKey = float64(n)/labLimit, cl.key
+		}
+		if n, _ := oracle.MaxInWindow(inPhase, nil, labWindow); float64(n)/labLimit > v.worstSent {
+			v.worstSent = float64(n) / labLimit
 		}
 	}
 	slices.Sort(took)

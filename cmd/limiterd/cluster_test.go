@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"io"
 	"maps"
 	"os"
@@ -126,13 +125,7 @@ func TestServeCluster(t *testing.T) {
 		Nodes   int
 		Members []struct{ Name, Addr, HTTP, State string }
 	}
-	status := func(base string) {
-		t.Helper()
-		code, body := get(t, base+"/cluster")
-		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
-			t.Fatalf("/cluster: %d %s %v", code, body, err)
-		}
-	}
+	status := func(base string) { t.Helper(); getJSON(t, base+"/cluster", &st) }
 	status(base1)
 	if st.Self != "a" || len(st.Members) != 1 || st.Members[0].HTTP != strings.TrimPrefix(base1, "http://") {
 		t.Fatalf("/cluster of a lone node: %+v", st)
@@ -263,13 +256,7 @@ func TestServeSkewedNode(t *testing.T) {
 		Nodes   int
 		Members []member
 	}
-	status := func(base string) {
-		t.Helper()
-		code, body := get(t, base+"/cluster")
-		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
-			t.Fatalf("/cluster: %d %s %v", code, body, err)
-		}
-	}
+	status := func(base string) { t.Helper(); getJSON(t, base+"/cluster", &st) }
 	status(base1)
 	base2, _ := daemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr, "-test-clock-offset", "2s")...)
 	var off int64

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -157,6 +158,15 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// getJSON gets url and decodes its 200 answer into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, body := get(t, url)
+	if err := json.Unmarshal([]byte(body), v); code != 200 || err != nil {
+		t.Fatalf("%s: %d %s %v", url, code, body, err)
+	}
 }
 
 // eventually polls cond every 20 ms for up to 10 s (a deadline for an event,

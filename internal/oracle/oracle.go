@@ -33,6 +33,28 @@ func MaxInWindow[T ~int64](at []T, hits []int64, window T) (best int64, start T)
 	return best, start
 }
 
+// MaxDecidedInWindow is MaxInWindow for requests known only to have been
+// decided somewhere between their sending and their answer: the most
+// admissions whose whole span [sent[i], answered[i]] lies in one interval
+// [a, a+window), so none of them can have been decided outside it. sent is
+// sorted, answered[i] >= sent[i]. What a client sees is MaxInWindow of
+// sent; this one never charges the network's delay to the limiter, so it
+// is what a derived bound is held against. O(n·k), k the most sent in a
+// window.
+func MaxDecidedInWindow[T ~int64](sent, answered []T, window T) int64 {
+	var best int64
+	for j := range sent {
+		end, n := sent[j]+window, int64(0)
+		for i := j; i < len(sent) && sent[i] < end; i++ {
+			if answered[i] < end {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
 // InWindow returns the hits admitted in (t-window, t]: what a limiter that
 // never over-counts had counted when it decided at t.
 func InWindow[T ~int64](at []T, hits []int64, t, window T) int64 {

@@ -109,3 +109,37 @@ func TestLogAgainstInWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxDecidedInWindow against brute force over every interval start:
+// a request counts in [a, a+window) only if it was sent and answered in it.
+func TestMaxDecidedInWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 300 {
+		n, window := rng.IntN(30), int64(1+rng.IntN(20))
+		sent := make([]int64, n)
+		for i := range sent {
+			sent[i] = int64(rng.IntN(100))
+		}
+		slices.Sort(sent)
+		answered := make([]int64, n)
+		for i := range answered {
+			answered[i] = sent[i] + int64(rng.IntN(6))
+		}
+		var want int64
+		for a := int64(-window); a <= 110; a++ {
+			var c int64
+			for i := range sent {
+				if sent[i] >= a && answered[i] < a+window {
+					c++
+				}
+			}
+			want = max(want, c)
+		}
+		if got := MaxDecidedInWindow(sent, answered, window); got != want {
+			t.Fatalf("round %d: %d, brute force %d (sent %v answered %v window %d)", round, got, want, sent, answered, window)
+		}
+		if most, _ := MaxInWindow(sent, nil, window); MaxDecidedInWindow(sent, answered, window) > most {
+			t.Fatalf("round %d: more decided in a window than sent in one", round)
+		}
+	}
+}
