@@ -67,7 +67,14 @@ func (d delegate) NotifyMsg(b []byte) {
 		return
 	}
 	if errors.Is(err, ErrNotMember) {
-		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a cluster message from a non-member (set -gossip-key to keep others out)", "bytes", len(b), "err", err)
+		// With a key only a holder of it can send: a node joining (its
+		// first messages can come before its membership does) or one
+		// that just left. Without one it may be anyone.
+		if n.encrypted() {
+			n.decodeLog.log(n.log, slog.LevelDebug, "dropped a cluster message from a node not (yet) a member here", "bytes", len(b), "err", err)
+		} else {
+			n.decodeLog.log(n.log, slog.LevelWarn, "dropped a cluster message from a non-member (set -gossip-key to keep others out)", "bytes", len(b), "err", err)
+		}
 		return
 	}
 	if err != nil {

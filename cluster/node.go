@@ -568,3 +568,6 @@ func (n *Node) missingSeeds(seeds []string) []string {
 	}
 	return missing
 }
+
+// encrypted reports whether cluster traffic needs a gossip key.
+func (n *Node) encrypted() bool { return len(n.cfg.GossipKey) > 0 || len(n.cfg.GossipKeys) > 0 }
