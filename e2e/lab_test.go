@@ -233,7 +233,7 @@ func (r *loadRun) now() time.Duration { return time.Since(r.start) }
 type verdict struct {
 	checks, fiveXX, noAnswer int
 	compliantDenied          int
-	falseRejections          int // over every client, by the oracle
+	falseRejections          int     // over every client, by the oracle
 	worst                    float64 // the most decided in a window ÷ the limit: held against the bounds
 	worstSent                float64 // the most sent and admitted in a window ÷ the limit: what a client sees
 	worstKey                 string
