@@ -330,12 +330,19 @@ func TestFaultClockSkew(t *testing.T) {
 		c.start(skewed)
 		c.waitAlive(c.procs, 8, 30*time.Second)
 		refused0 := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total")
+		fellBack := func() float64 {
+			return metricValue(t, skewed, `limiterd_coordinated_checks_total{result="fallback`)
+		}
 		run := c.drive(context.Background(), 2*labWindow+5*time.Second, cs)
 		run.wait()
 		// The last message's offset, seen by node 0: the offset less its
 		// delivery.
 		seen := time.Duration(metricValue(t, c.procs[0], `limiterd_cluster_clock_offset_seconds{peer="node-7"}`) * float64(time.Second))
 		refused := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total") - refused0
+		// The skewed node's own checks at the margin that its budget
+		// decided, its coordinators not answering (past the threshold they
+		// answer it undecided).
+		budget := fellBack()
 		v := run.judge(cs, 0, 0, nil)
 		// Its peers see it ahead: they refuse its slices and warn.
 		warned := strings.Contains(c.procs[0].stderr.String(), "clock is ahead of ours by more than the maximum clock offset")
@@ -343,7 +350,8 @@ func TestFaultClockSkew(t *testing.T) {
 		figures(t, "5 a node's clock ahead by "+off.String(),
 			"offset node-0 sees", seen.Round(time.Millisecond), "5xx", v.fiveXX, "unanswered", v.noAnswer,
 			"compliant denied", v.compliantDenied, "false rejections (oracle)", v.falseRejections,
-			"worst ratio", v.worst, "messages refused as skewed", refused, "node-0 warned", warned)
+			"worst ratio", v.worst, "messages refused as skewed", refused, "node-0 warned", warned,
+			"checks node-7 decided by the budget (since its start)", budget)
 		if seen > off || seen < off-500*time.Millisecond {
 			t.Errorf("node-0 sees node-7's clock %v ahead, want a little under %v", seen, off)
 		}
