@@ -245,6 +245,18 @@ func (v verdict) String() string {
 		v.checks, v.fiveXX, v.noAnswer, v.compliantDenied, v.falseRejections, v.worst, v.worstKey, v.worstSent, v.p99.Round(100*time.Microsecond), v.max.Round(100*time.Microsecond))
 }
 
+// holdsPromise fails t unless every check was answered, none with a 5xx,
+// and no compliant client was denied; what names the phase in the error.
+func (v verdict) holdsPromise(t *testing.T, what string) {
+	t.Helper()
+	if v.fiveXX != 0 || v.noAnswer != 0 || v.compliantDenied != 0 {
+		if what != "" {
+			what += ": "
+		}
+		t.Errorf("%s%d 5xx, %d unanswered, %d checks of compliant clients denied; want none", what, v.fiveXX, v.noAnswer, v.compliantDenied)
+	}
+}
+
 // judge judges the outcomes sent in [from, to) (to 0: to the end) that
 // keep (nil: all) keeps, with internal/oracle: the worst window among the
 // admissions in [from, to), counting those sent and answered inside it
