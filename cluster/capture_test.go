@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // tap records what a node's transport sends to one address, as it goes on
@@ -104,7 +106,7 @@ func replay(t *testing.T, addr string, datagrams, streams [][]byte) {
 func TestCapturedEncryptedTrafficReplayed(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	withKey := func(c *Config) { c.GossipKeys = [][]byte{key} }
-	short := func(ec *EngineConfig) { ec.MaxMessageAge = 2 * time.Second }
+	short := func(ec *engine.Config) { ec.MaxMessageAge = 2 * time.Second }
 	var a, b *tnode
 	var tp *tap
 	// a greets b when it learns of b, and b may learn of a a moment later
@@ -185,7 +187,7 @@ func TestForgedHellosNamingAMember(t *testing.T) {
 	defer udp.Close()
 	start := time.Now()
 	for i := range 200 {
-		hello, err := encodeEntries(newHandle(1024), kindHello, "a", start.UnixMilli()+int64(i), nil, 1400)
+		hello, err := engine.EncodeEntries(engine.KindHello, "a", start.UnixMilli()+int64(i), nil, 1400)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // Sync transports (Config.SyncTransport).
@@ -57,7 +59,7 @@ type Config struct {
 	// AntiEntropyInterval is how often this node re-sends, to every peer,
 	// its slices of the keys whose window is at least half full (where a
 	// lost datagram could change a decision): a lost delta is healed within
-	// this interval. It runs on a sync tick (EngineConfig). Default 1s.
+	// this interval. It runs on a sync tick (engine.Config). Default 1s.
 	// The sync interval itself is the counter's (counter.ClusterConfig's
 	// SyncInterval): there is one, set once, on the counter.
 	AntiEntropyInterval time.Duration
@@ -105,7 +107,7 @@ type Config struct {
 	// counted as skewed instead of merged, and the two count each other's
 	// requests as if partitioned (see doc.go) until the offset is back
 	// under it. Default 1s; 0 turns the check off. Below
-	// EngineConfig.MaxMessageAge (10s), past which messages are stale.
+	// engine.Config.MaxMessageAge (10s), past which messages are stale.
 	MaxClockOffset time.Duration
 	// Now is the node's clock: every instant it hands the engine (ticks,
 	// receives, stale and silence checks, /cluster and the metrics) is
@@ -168,8 +170,8 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
-	if c.NodeName == "" || len(c.NodeName) > DefaultDecodeLimits().MaxNameBytes {
-		bad("NodeName must have 1 to %d bytes, got %d", DefaultDecodeLimits().MaxNameBytes, len(c.NodeName))
+	if c.NodeName == "" || len(c.NodeName) > engine.DefaultDecodeLimits().MaxNameBytes {
+		bad("NodeName must have 1 to %d bytes, got %d", engine.DefaultDecodeLimits().MaxNameBytes, len(c.NodeName))
 	}
 	if host, _, err := splitHostPort(c.BindAddr); err != nil {
 		bad("BindAddr: %v", err)
@@ -219,7 +221,7 @@ func (c Config) Validate() error {
 	if c.QueueLength < 1 {
 		bad("QueueLength must be positive, got %d", c.QueueLength)
 	}
-	if age := DefaultEngineConfig("-").MaxMessageAge; c.MaxClockOffset < 0 || c.MaxClockOffset >= age {
+	if age := engine.DefaultConfig("-").MaxMessageAge; c.MaxClockOffset < 0 || c.MaxClockOffset >= age {
 		bad("MaxClockOffset must be at least 0 (0: no check) and under the stale-message age %v, got %v", age, c.MaxClockOffset)
 	}
 	return errors.Join(errs...)
@@ -259,12 +261,12 @@ func datagramBytes(label string, encrypted bool) int {
 }
 
 // engineConfig is the Engine's configuration for this node.
-func (c Config) engineConfig() EngineConfig {
-	ec := DefaultEngineConfig(c.NodeName)
+func (c Config) engineConfig() engine.Config {
+	ec := engine.DefaultConfig(c.NodeName)
 	ec.AntiEntropyInterval = c.AntiEntropyInterval
 	ec.RejoinInterval = c.RejoinInterval
 	ec.DatagramBytes = c.syncMessageBytes()
-	ec.StreamBytes = streamMessageBytes
+	ec.StreamBytes = engine.DefaultStreamBytes
 	ec.StreamOnly = c.SyncTransport == TransportTCP
 	ec.MaxClockOffset = c.MaxClockOffset
 	return ec
@@ -273,7 +275,10 @@ func (c Config) engineConfig() EngineConfig {
 // syncMessageBytes caps delta and anti-entropy messages.
 func (c Config) syncMessageBytes() int {
 	if c.SyncTransport == TransportTCP {
-		return streamMessageBytes
+		return engine.DefaultStreamBytes
 	}
 	return c.datagramMessageBytes()
 }
+
+// ErrInvalidConfig wraps configuration errors of this package.
+var ErrInvalidConfig = errors.New("cluster: invalid config")

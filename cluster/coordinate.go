@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 )
 
@@ -26,7 +27,7 @@ var (
 // waiter is a check waiting for its coordinator's answer.
 type waiter struct {
 	from string // the coordinator asked: answers from others are ignored
-	ch   chan Answer
+	ch   chan engine.Answer
 }
 
 // asks are the checks waiting for an answer, by ask id.
@@ -40,7 +41,7 @@ type asks struct {
 // or below which no ask is waiting any more (counter.Ask.Settled), and its
 // waiter.
 func (a *asks) add(from string) (id, settled uint64, w *waiter) {
-	w = &waiter{from: from, ch: make(chan Answer, 1)}
+	w = &waiter{from: from, ch: make(chan engine.Answer, 1)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.waiting == nil {
@@ -63,7 +64,7 @@ func (a *asks) remove(id uint64) {
 
 // deliver hands an answer to its waiter, if it still waits and the answer
 // comes from the node it asked. It never blocks.
-func (a *asks) deliver(ans Answer) {
+func (a *asks) deliver(ans engine.Answer) {
 	a.mu.Lock()
 	w := a.waiting[ans.ID]
 	if w != nil && w.from == ans.From {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 )
 
@@ -18,7 +19,7 @@ func keyCoordinatedBy(want string, nodes []*tnode) string {
 		ns = append(ns, n.name)
 	}
 	for i := 0; ; i++ {
-		if k := fmt.Sprint("key-", i); CoordinatorOf(k, ns) == want {
+		if k := fmt.Sprint("key-", i); engine.CoordinatorOf(k, ns) == want {
 			return k
 		}
 	}
@@ -147,14 +148,13 @@ func BenchmarkCoordinateHotKey(b *testing.B) {
 func TestForgedSendersAreDropped(t *testing.T) {
 	nodes := startCluster(t, 2, nodeOpts{limit: 600})
 	victim := nodes[0]
-	h := newHandle(1024)
 	lim := victim.lim.ID()
 	now := time.Now()
 	for i := range 5000 {
 		from := fmt.Sprint("forged-", i)
 		es := []counter.Entry{{Limit: lim, Key: "victim", Origin: from, Start: now.UnixMilli(), Count: 600}}
-		for _, kind := range []byte{kindDelta, kindHello} {
-			msgs, err := encodeEntries(h, kind, from, now.UnixMilli(), es, 1<<20)
+		for _, kind := range []byte{engine.KindDelta, engine.KindHello} {
+			msgs, err := engine.EncodeEntries(kind, from, now.UnixMilli(), es, 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestForgedSendersAreDropped(t *testing.T) {
 	}
 	// The real member is heard.
 	es := []counter.Entry{{Limit: lim, Key: "victim", Origin: nodes[1].name, Start: now.UnixMilli(), Count: 3}}
-	msgs, _ := encodeEntries(h, kindDelta, nodes[1].name, now.UnixMilli(), es, 1<<20)
+	msgs, _ := engine.EncodeEntries(engine.KindDelta, nodes[1].name, now.UnixMilli(), es, 1<<20)
 	delegate{victim.n}.NotifyMsg(msgs[0])
 	if got := victim.peek("victim"); got != 3 {
 		t.Fatalf("a member's entries: %d counted, want 3", got)

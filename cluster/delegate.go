@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // delegate is the node's memberlist.Delegate. memberlist is used for
@@ -62,11 +64,11 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
 	_, out, err := n.engine.Receive(n.now(), b)
-	if errors.Is(err, ErrReplay) || errors.Is(err, ErrStale) {
+	if errors.Is(err, engine.ErrReplay) || errors.Is(err, engine.ErrStale) {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed or stale cluster message (a peer's clock far behind, or a captured message sent again)", "bytes", len(b), "err", err)
 		return
 	}
-	if errors.Is(err, ErrNotMember) {
+	if errors.Is(err, engine.ErrNotMember) {
 		// With a key only a holder of it can send: a node joining (its
 		// first messages can come before its membership does) or one
 		// that just left. Without one it may be anyone.

@@ -8,7 +8,7 @@
 // Engine (engine.go, codec.go) is the sync policy, pure and deterministic
 // in the style of etcd raft's RawNode: no goroutines, no clock reads, no
 // network, no memberlist. Events go in (Tick, Receive, PeerUp, PeerDown,
-// Forget, each with the time), messages come out ([]Outbound: a peer, the
+// Forget, each with the time), messages come out ([]engine.Outbound: a peer, the
 // messages, whether over a stream, whether they may be spread). It turns a
 // counter.Counter's changes into msgpack messages and peers' messages into
 // merges. Counts are absolute per (limit, key, origin node, slice) and
@@ -62,12 +62,12 @@
 //     limits allow sends it.
 //   - PeerUp and PeerDown keep the set of up peers, give the counter the
 //     node count (counter.SetNodes) and report a change through
-//     EngineConfig.OnNodesChanged.
+//     engine.Config.OnNodesChanged.
 //
 // Node (node.go and the files next to it) is the memberlist adapter: it
 // keeps the memberlist cluster and the member table /cluster shows, runs
 // the timer of the aligned ticks, turns membership events into PeerUp and
-// PeerDown, hands every message to Receive and sends every Outbound on the
+// PeerDown, hands every message to Receive and sends every engine.Outbound on the
 // peer's own goroutine. Seeds (Config.Join) that are not alive members are
 // joined again every RejoinInterval: memberlist alone never merges the two
 // halves of a healed partition.
@@ -85,8 +85,8 @@
 // see package counter) goes there as an ask (Engine.AskMessage: the key,
 // the limits, where the asker will count the hits, its newest slices); the
 // coordinator's Receive decides it (counter.Coordinate) and returns the
-// answer for the asker (PurposeAnswer), whose Receive hands it to
-// EngineConfig.OnAnswer. Node.Coordinate (the decision.Coordinator of a
+// answer for the asker (engine.PurposeAnswer), whose Receive hands it to
+// engine.Config.OnAnswer. Node.Coordinate (the decision.Coordinator of a
 // cluster node) sends the ask as one memberlist datagram from the calling
 // goroutine, waits for the answer until the decision layer's deadline
 // (default 5 ms), and without an answer sends a release (so that a grant
@@ -123,7 +123,7 @@
 // both sides' counts together.
 //
 // Only members are heard: a message whose sender is not in the member
-// table (EngineConfig.Members) is dropped before it is merged or answered,
+// table (engine.Config.Members) is dropped before it is merged or answered,
 // and nothing of its sender is kept, so forged sender names cost neither
 // work nor memory. Without a gossip key a sender can still take a real
 // member's name; with one it cannot send at all. Then, before any work:
@@ -228,7 +228,7 @@
 // The transport reads the header of every inbound stream before memberlist
 // does (streamguard.go): memberlist allocates what an unencrypted user
 // message or push/pull header claims before it reads a byte of it, so a
-// stream claiming more than DecodeLimits.MaxMessageBytes (or more than
+// stream claiming more than engine.DecodeLimits.MaxMessageBytes (or more than
 // 4,096 nodes) is closed unread, as is one that sends no header within
 // 5 s; at most 64 streams have their header read at once, and more are
 // closed. The transport's framing is fuzzed (FuzzGuardStream).

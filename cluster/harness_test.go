@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 )
 
@@ -184,7 +185,7 @@ type nodeOpts struct {
 	// wrap, if set, wraps the node's transport (after nw's filter).
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
 	// engine, if set, edits the engine's configuration.
-	engine func(*EngineConfig)
+	engine func(*engine.Config)
 }
 
 // testSyncInterval is the tests' sync interval, set on the counter.

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 )
 
@@ -40,7 +41,7 @@ type Node struct {
 	c       *counter.Counter
 	now     func() time.Time // cfg.Now: every instant of the protocol
 	log     *slog.Logger
-	engine  *Engine
+	engine  *engine.Engine
 	ml      *memberlist.Memberlist
 	dgram   int // largest message sent as a datagram
 	started atomic.Bool
@@ -81,7 +82,7 @@ type member struct {
 type hooks struct {
 	tune   func(*memberlist.Config)
 	wrap   func(*transport) memberlist.NodeAwareTransport
-	engine func(*EngineConfig)
+	engine func(*engine.Config)
 }
 
 // New checks cfg, binds the memberlist listeners (so a taken port is an
@@ -130,7 +131,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 		h.engine(&ec)
 	}
 	var err error
-	if n.engine, err = NewEngine(c, ec); err != nil {
+	if n.engine, err = engine.New(c, ec); err != nil {
 		return nil, err
 	}
 	mc, err := n.memberlistConfig(h)
@@ -346,14 +347,14 @@ func (n *Node) tick(now time.Time) {
 	n.dispatch(out)
 }
 
-// dispatch queues each Outbound for its peer, if it has a sender.
-func (n *Node) dispatch(out []Outbound) {
+// dispatch queues each engine.Outbound for its peer, if it has a sender.
+func (n *Node) dispatch(out []engine.Outbound) {
 	if len(out) == 0 {
 		return
 	}
 	spread := time.Duration(n.cfg.SendSpread * float64(n.engine.SyncInterval()))
 	for _, o := range out {
-		if o.Purpose != PurposeAnswer {
+		if o.Purpose != engine.PurposeAnswer {
 			continue
 		}
 		// An asker waits for it: at once, from this goroutine, not behind
@@ -370,7 +371,7 @@ func (n *Node) dispatch(out []Outbound) {
 	defer n.mu.Unlock()
 	for _, o := range out {
 		s := n.senders[o.To]
-		if s == nil || len(o.Msgs) == 0 || o.Purpose == PurposeAnswer {
+		if s == nil || len(o.Msgs) == 0 || o.Purpose == engine.PurposeAnswer {
 			continue
 		}
 		b := batch{msgs: o.Msgs, reliable: o.Reliable}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 func TestClusterConverges(t *testing.T) {
@@ -280,7 +282,7 @@ func TestMalformedMessagesAreCountedNotFatal(t *testing.T) {
 	nodes := startCluster(t, 2, nodeOpts{})
 	a, b := nodes[0], nodes[1]
 	nb := memberlistNode(t, a, b.name)
-	junk := [][]byte{{kindDelta}, []byte("Dnot msgpack at all"), {kindState, 0x93, 0xff}, []byte("X\x01\x02"), make([]byte, 900)}
+	junk := [][]byte{{engine.KindDelta}, []byte("Dnot msgpack at all"), {engine.KindState, 0x93, 0xff}, []byte("X\x01\x02"), make([]byte, 900)}
 	for _, m := range junk {
 		if err := a.n.ml.SendReliable(nb, m); err != nil {
 			t.Fatal(err)
@@ -346,11 +348,11 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	// (one per limit and slice that counted it) are over.
 	over := 0
 	for _, m := range msgs {
-		_, dm, err := decode(nodes[0].n.engine.h, m, DefaultDecodeLimits())
+		_, _, _, es, err := engine.DecodeEntries(m, engine.DefaultDecodeLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := encodeEntries(nodes[0].n.engine.h, kindDelta, long1, 1_800_000_000_000, dm.entries(nil), nodes[0].n.dgram)
+		out, err := engine.EncodeEntries(engine.KindDelta, long1, 1_800_000_000_000, es, nodes[0].n.dgram)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-sockaddr"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // maxDatagram is the largest UDP payload: the read buffer's size.
@@ -96,7 +98,7 @@ func listen(ip net.IP, port int, logger *log.Logger) (*transport, error) {
 		streamCh: make(chan net.Conn),
 		guards:   make(chan struct{}, maxGuardedStreams),
 		streams:  make(chan struct{}, maxInboundStreams),
-		guard:    streamGuardConfig{maxMessageBytes: DefaultDecodeLimits().MaxMessageBytes, maxNodes: 1 << 12, timeout: 5 * time.Second},
+		guard:    streamGuardConfig{maxMessageBytes: engine.DefaultDecodeLimits().MaxMessageBytes, maxNodes: 1 << 12, timeout: 5 * time.Second},
 		done:     make(chan struct{}),
 	}, nil
 }

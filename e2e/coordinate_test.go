@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 const rulesCoordinated = `rules:
@@ -171,7 +171,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 		// node keep asking, and a window that keeps emptying, so the key
 		// keeps room for them.
 		key := "fast:hot"
-		k := cluster.CoordinatorOf(key, names(c.procs))
+		k := engine.CoordinatorOf(key, names(c.procs))
 		var coord *proc
 		var others []*proc
 		for _, p := range c.procs {

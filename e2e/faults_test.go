@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // TestFaultPartition is scenario 1 of docs/faults.md: 8 nodes cut into 5 + 3
@@ -226,7 +226,7 @@ func TestFaultCoordinatorCut(t *testing.T) {
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	key := "abuse-hot"
-	k := cluster.CoordinatorOf(key, names(c.procs))
+	k := engine.CoordinatorOf(key, names(c.procs))
 	var coord *proc
 	var rest []int
 	for _, p := range c.procs {

@@ -19,7 +19,7 @@ func runBurst(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 Evaluates the cross-node burst (SPEC.md, "Where the seed's own design falls
 short", items 3 and 4) on limiterd's real counter, limiter, decision layer and
-cluster.Engine:
+engine.Engine:
 8 simulated nodes syncing every 0.2 s, a limit of 600 per 60 s in 12 slices,
 one client for 180 s of model time, each request on the node the seed's LCG
 draws (seed 20260730). The base cluster ticks all nodes at the same instant,

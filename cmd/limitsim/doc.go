@@ -86,7 +86,7 @@
 // mode (counter.SetCluster with Nodes = N, the sync interval and the
 // budget; coordinated, as in production, unless turned off), a
 // limiter.Limiter with one rule (limiter.New), a decision.Decider (the
-// frontends' decision layer, on the node's clock) and a cluster.Engine.
+// frontends' decision layer, on the node's clock) and a engine.Engine.
 // Every check goes through Decider.Decide, so a check past the node's
 // blind share goes to the key's coordinator (Engine.Coordinator): the
 // node itself decides it at once (counter.Coordinate) when it is the

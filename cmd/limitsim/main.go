@@ -254,7 +254,7 @@ so that "grep -v '^#'" keeps only the decisions.
 
 With --nodes the trace runs on that many simulated nodes, each with
 limiterd's real counter (cluster mode), limiter, decision layer and
-cluster.Engine: every --sync interval each node that counted something sends
+engine.Engine: every --sync interval each node that counted something sends
 its changes to every peer, delivered after --latency; a check past the
 node's blind share goes to the key's coordinator (unless --coordinate=false),
 decided at the check's instant and answered if the round trip, 2 x

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // quickScaleConfig is a small limitsim scale: 2,000 keys at 400 checks/s
@@ -198,7 +198,7 @@ func TestScaleAccuracyUnaffectedByLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		hello := fresh.nodes[0].in
-		if len(hello) != 1 || hello[0].Purpose != cluster.PurposeHello {
+		if len(hello) != 1 || hello[0].Purpose != engine.PurposeHello {
 			t.Fatalf("a fresh engine's PeerUp sent %+v, want one hello", hello)
 		}
 		if heartbeats := r.traffic.aeMsgs * int64(len(hello[0].Msgs[0])); rate == scaleHotRate && r.traffic.aeBytes <= heartbeats {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/limiter"
 )
@@ -24,7 +24,7 @@ func scaleTime(t int64) time.Time { return time.UnixMilli(simEpochMs + t) }
 
 // scaleRun is one cluster size of limitsim scale: N nodes, each with
 // limiterd's real counter (cluster mode, counter.DefaultClusterConfig),
-// limiter and cluster.Engine (cluster.DefaultEngineConfig: limiterd's
+// limiter and engine.Engine (engine.DefaultConfig: limiterd's
 // datagram size and anti-entropy interval for UDP), the load spread over
 // them. Every sync interval every node ticks its engine (which sends the
 // deltas, and when due its hot keys or a heartbeat), and every message
@@ -54,9 +54,9 @@ type scaleRun struct {
 type scaleNode struct {
 	c   *counter.Counter
 	lim *limiter.Limiter
-	eng *cluster.Engine
-	out []cluster.Outbound // the messages of the current round
-	in  []cluster.Outbound // what this node's receives answered (hellos' replies, catch-ups)
+	eng *engine.Engine
+	out []engine.Outbound // the messages of the current round
+	in  []engine.Outbound // what this node's receives answered (hellos' replies, catch-ups)
 	// Time inside the Engine during the measurement: Tick on ticks
 	// without anti-entropy (collecting the changes and encoding them), Tick
 	// on the ticks with it (the same, plus scanning for hot keys and
@@ -70,7 +70,7 @@ type syncCounts struct {
 	msgs, bytes, merged, ignored uint64
 }
 
-func countsOf(s *cluster.Engine) syncCounts {
+func countsOf(s *engine.Engine) syncCounts {
 	return syncCounts{
 		msgs: s.Stats.MessagesReceived.Load(), bytes: s.Stats.BytesReceived.Load(),
 		merged: s.Stats.EntriesMerged.Load(), ignored: s.Stats.EntriesIgnored.Load(),
@@ -100,7 +100,7 @@ type scaleClient struct {
 
 // newScaleRun builds n nodes named "node-0", "node-1"... with limiterd's
 // defaults: counter.DefaultConfig, counter.DefaultClusterConfig (budget
-// on) and cluster.DefaultEngineConfig; every node sees every other up.
+// on) and engine.DefaultConfig; every node sees every other up.
 func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
 	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
 		Name:   simRule,
@@ -124,7 +124,7 @@ func newScaleRun(cfg scaleConfig, n int) (*scaleRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		eng, err := cluster.NewEngine(c, cluster.DefaultEngineConfig(name))
+		eng, err := engine.New(c, engine.DefaultConfig(name))
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +221,7 @@ func (r *scaleRun) sync(t int64) error {
 		nd.in = nil
 		ae := false
 		for _, o := range out {
-			ae = ae || o.Purpose == cluster.PurposeAntiEntropy || o.Purpose == cluster.PurposeHeartbeat
+			ae = ae || o.Purpose == engine.PurposeAntiEntropy || o.Purpose == engine.PurposeHeartbeat
 		}
 		if ae {
 			w.stop(&nd.hot)
@@ -261,9 +261,9 @@ func (r *scaleRun) round(now time.Time) error {
 			for _, o := range nd.out {
 				msgs, bytes := &r.traffic.ctlMsgs, &r.traffic.ctlBytes
 				switch o.Purpose {
-				case cluster.PurposeDelta:
+				case engine.PurposeDelta:
 					msgs, bytes = &r.traffic.deltaMsgs, &r.traffic.deltaBytes
-				case cluster.PurposeAntiEntropy, cluster.PurposeHeartbeat:
+				case engine.PurposeAntiEntropy, engine.PurposeHeartbeat:
 					msgs, bytes = &r.traffic.aeMsgs, &r.traffic.aeBytes
 				}
 				for _, m := range o.Msgs {
@@ -291,7 +291,7 @@ func (r *scaleRun) round(now time.Time) error {
 				}
 				for _, m := range o.Msgs {
 					_, back, err := nd.eng.Receive(now, m)
-					if errors.Is(err, cluster.ErrReplay) {
+					if errors.Is(err, engine.ErrReplay) {
 						continue // a hello answered already
 					}
 					if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 func runScaleCmd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -152,7 +152,7 @@ func writeScale(w io.Writer, cfg scaleConfig, rows []scaleRow) error {
 		sc.limit, sc.window, sc.slices)
 	fmt.Fprintf(bw, "load: %s over %d keys, request i at floor(i*1000/rate) ms on node i mod N, its key drawn by the seed's LCG (seed %d)\n",
 		load, cfg.keys, cfg.seed)
-	ec := cluster.DefaultEngineConfig("node-0") // what newScaleRun's engines run with
+	ec := engine.DefaultConfig("node-0") // what newScaleRun's engines run with
 	fmt.Fprintf(bw, "sync: every %v, all nodes at the same instant, in messages of at most %d bytes to every peer, arriving at once; anti-entropy every %v\n",
 		sc.sync, ec.DatagramBytes, ec.AntiEntropyInterval)
 	fmt.Fprintf(bw, "warm-up %v (only node 0 receives), then %d s measured (every node receives every message); per node and per second of model time\n",

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/limiter"
@@ -23,7 +23,7 @@ const simRule = "replay"
 // simConfig describes a simulated cluster: N nodes, each running limiterd's
 // real counter (in cluster mode), limiter, decision.Decider (the policy at
 // the margin: the key's coordinator decides, or the budget after the
-// deadline) and cluster.Engine (the sync policy: deltas, anti-entropy,
+// deadline) and engine.Engine (the sync policy: deltas, anti-entropy,
 // heartbeats, hellos, catch-ups; the asks, answers and releases of the
 // coordination), joined by a simulated network on a simulated clock. The
 // simulator owns only the network (latency, duplication, loss, reordering)
@@ -152,7 +152,7 @@ type simNode struct {
 	lim      *limiter.Limiter
 	dec      *decision.Decider
 	res      decision.Result // Decide's destination, reused
-	eng      *cluster.Engine
+	eng      *engine.Engine
 	changed  bool  // counted a request since its last Tick
 	ticking  bool  // has a tick scheduled (from the first request until finish)
 	nextTick int64 // true time of its next tick; meaningful while ticking
@@ -161,14 +161,14 @@ type simNode struct {
 	askSeq   uint64
 	waitID   uint64
 	waitFrom string
-	answer   cluster.Answer
+	answer   engine.Answer
 	answered bool
 }
 
 // onAnswer is the node's EngineConfig.OnAnswer: it keeps an answer to
 // the ask it waits for, from the node it asked, and drops any other (a
 // late answer finds no waiter, as in cluster.Node).
-func (n *simNode) onAnswer(a cluster.Answer) {
+func (n *simNode) onAnswer(a engine.Answer) {
 	if n.waitID != 0 && a.ID == n.waitID && a.From == n.waitFrom {
 		n.answer, n.answered = a, true
 	}
@@ -318,9 +318,9 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		n := &simNode{name: name, offset: sc.skewOffset(i), c: c, lim: lim}
 		// limiterd's engine configuration for UDP (cluster.DefaultConfig):
 		// the message sizes, anti-entropy and catch-up are limiterd's.
-		ec := cluster.DefaultEngineConfig(name)
+		ec := engine.DefaultConfig(name)
 		ec.OnAnswer = n.onAnswer
-		if n.eng, err = cluster.NewEngine(c, ec); err != nil {
+		if n.eng, err = engine.New(c, ec); err != nil {
 			return nil, err
 		}
 		// The frontends' decision layer, on this node's clock at the
@@ -463,7 +463,7 @@ func (s *simCluster) advance(t int64, drain bool) error {
 			d := heap.Pop(&s.queue).(delivery)
 			n := s.nodes[d.to]
 			_, out, err := n.eng.Receive(s.clock(n, d.at), d.msg)
-			if errors.Is(err, cluster.ErrReplay) {
+			if errors.Is(err, engine.ErrReplay) {
 				// A duplicated hello (dup): the engine answers a hello once,
 				// as it would a replayed one on a real network.
 				continue
@@ -497,7 +497,7 @@ func (s *simCluster) tick(i int) error {
 // sendAll puts the engine's messages, sent at true time at, on the
 // network: each copy arrives after the latency (and a further reorder
 // delay), unless lost; with dup a second copy follows.
-func (s *simCluster) sendAll(at int64, out []cluster.Outbound) {
+func (s *simCluster) sendAll(at int64, out []engine.Outbound) {
 	for _, o := range out {
 		to := s.byName[o.To]
 		for _, m := range o.Msgs {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
 )
@@ -66,7 +67,7 @@ func (sc simCoordinator) Coordinate(_ context.Context, t time.Time, ask *counter
 			return false, false, fmt.Errorf("limitsim: %s receiving an ask: %w", k, err)
 		}
 		for _, o := range out {
-			if o.Purpose != cluster.PurposeAnswer {
+			if o.Purpose != engine.PurposeAnswer {
 				continue
 			}
 			for _, m := range o.Msgs {

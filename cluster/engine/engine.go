@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"cmp"
@@ -16,28 +16,35 @@ import (
 )
 
 // ErrInvalidConfig wraps configuration errors of this package.
-var ErrInvalidConfig = errors.New("cluster: invalid config")
+var ErrInvalidConfig = errors.New("engine: invalid config")
 
 // ErrReplay is returned by Receive for a hello it has answered already (a
 // replay: a reply is a full state transfer) and for an ask it has decided
 // already or that is stale (deciding it again would grant it twice).
-var ErrReplay = errors.New("cluster: replayed message")
+var ErrReplay = errors.New("engine: replayed message")
 
 // ErrStale is returned by Receive for a message sent (on its sender's
-// clock) more than EngineConfig.MaxMessageAge before it arrived: a replay
+// clock) more than Config.MaxMessageAge before it arrived: a replay
 // of a captured message, or a peer whose clock is that far behind.
-var ErrStale = errors.New("cluster: stale message")
+var ErrStale = errors.New("engine: stale message")
 
 // ErrNotMember is returned by Receive for a message whose sender is not an
 // up member (PeerUp without PeerDown since): it is dropped before any work.
-var ErrNotMember = errors.New("cluster: sender is not a member")
+var ErrNotMember = errors.New("engine: sender is not a member")
 
-// streamMessageBytes caps the messages sent over a stream: catch-up state
-// always, and everything with TransportTCP.
-const streamMessageBytes = 60_000
+// DefaultStreamBytes caps the messages sent over a stream: catch-up state
+// always, and everything when every message goes over streams.
+const DefaultStreamBytes = 60_000
 
-// EngineConfig configures an Engine. Build it from DefaultEngineConfig.
-type EngineConfig struct {
+// DefaultDatagramBytes is the largest message sent as one datagram by
+// default: a 1,400-byte UDP packet (memberlist's packet budget, under a
+// 1,500-byte Ethernet MTU with the IP and UDP headers) less memberlist's
+// framing without a label or encryption. The cluster package computes the
+// exact figure for its label and gossip key.
+const DefaultDatagramBytes = 1400 - 1 - 5
+
+// Config configures an Engine. Build it from DefaultConfig.
+type Config struct {
 	// Self is this node's name; it must match the counter's cluster Self.
 	Self string
 	// AntiEntropyInterval is how often the engine re-sends, to every up
@@ -69,7 +76,7 @@ type EngineConfig struct {
 	// slices are still merged: beyond it (either way) the slices of its
 	// own that its sync messages carry are not merged but counted
 	// (Stats.EntriesSkewed), its asks are answered that this node cannot
-	// decide them, and a warning is logged (EngineConfig.Log) at most once
+	// decide them, and a warning is logged (Config.Log) at most once
 	// a minute per peer. Everything else goes on: the peer stays up, its
 	// hellos are answered, it is sent what every peer is sent, and the
 	// slices of this node's own that it sends back are merged (they are on
@@ -123,22 +130,22 @@ type EngineConfig struct {
 	OnAnswer func(Answer)
 }
 
-// DefaultEngineConfig returns the defaults documented on EngineConfig.
-func DefaultEngineConfig(self string) EngineConfig {
-	return EngineConfig{
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig(self string) Config {
+	return Config{
 		Self:                self,
 		AntiEntropyInterval: time.Second,
 		RejoinInterval:      10 * time.Second,
 		MaxStateSends:       16,
 		MaxMessageAge:       askMemory,
-		DatagramBytes:       datagramBytes("", false),
-		StreamBytes:         streamMessageBytes,
+		DatagramBytes:       DefaultDatagramBytes,
+		StreamBytes:         DefaultStreamBytes,
 		Limits:              DefaultDecodeLimits(),
 	}
 }
 
 // Validate reports every invalid field, each error wrapping ErrInvalidConfig.
-func (c EngineConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
@@ -257,8 +264,8 @@ type PeerState struct {
 	Skewed bool
 }
 
-// EngineStats counts an Engine's traffic. Read with the atomics' Load.
-type EngineStats struct {
+// Stats counts an Engine's traffic. Read with the atomics' Load.
+type Stats struct {
 	MessagesSent, BytesSent         atomic.Uint64 // as reported by the transport (CountSent)
 	MessagesReceived, BytesReceived atomic.Uint64
 	DecodeErrors                    atomic.Uint64
@@ -301,7 +308,7 @@ type peer struct {
 // concurrency contract.
 type Engine struct {
 	c    *counter.Counter
-	cfg  EngineConfig
+	cfg  Config
 	log  *slog.Logger
 	h    *codec.MsgpackHandle
 	pool sync.Pool // of *wire
@@ -318,15 +325,15 @@ type Engine struct {
 	states   tokens // the MaxStateSends bucket
 	owed     int    // peers with stateDue
 
-	Stats EngineStats
+	Stats Stats
 }
 
-// NewEngine returns an Engine for c, which must be in cluster mode
+// New returns an Engine for c, which must be in cluster mode
 // (counter.SetCluster) with Self equal to cfg.Self. The sync interval is
 // the counter's: (*counter.Counter).Cluster, read at every call, so that
 // the interval the budget assumes and the one the ticks follow cannot
 // differ.
-func NewEngine(c *counter.Counter, cfg EngineConfig) (*Engine, error) {
+func New(c *counter.Counter, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -350,7 +357,7 @@ func NewEngine(c *counter.Counter, cfg EngineConfig) (*Engine, error) {
 
 // SyncInterval returns the counter's sync interval.
 func (e *Engine) SyncInterval() time.Duration {
-	cc, _ := e.c.Cluster() // in cluster mode since NewEngine: it never leaves it
+	cc, _ := e.c.Cluster() // in cluster mode since New: it never leaves it
 	return cc.SyncInterval
 }
 

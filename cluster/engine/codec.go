@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"cmp"
@@ -55,7 +55,7 @@ func DefaultDecodeLimits() DecodeLimits {
 }
 
 // ErrMalformed wraps every decode error.
-var ErrMalformed = errors.New("cluster: malformed message")
+var ErrMalformed = errors.New("engine: malformed message")
 
 func newHandle(maxInit int) *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
@@ -179,7 +179,7 @@ func (w *wire) encode(kind byte, m message) ([]byte, error) {
 	w.body = w.body[:0] // the encoder writes from the start of its buffer
 	w.enc.ResetBytes(&w.body)
 	if err := w.enc.Encode(&m); err != nil {
-		return nil, fmt.Errorf("cluster: encode: %w", err)
+		return nil, fmt.Errorf("engine: encode: %w", err)
 	}
 	out := make([]byte, 1+len(w.body))
 	out[0] = kind

@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func (e *Engine) Coordinator(key string) string {
 }
 
 // AskMessage encodes ask, under the asker's id, for the key's coordinator.
-// The answer comes back through EngineConfig.OnAnswer with the same id.
+// The answer comes back through Config.OnAnswer with the same id.
 func (e *Engine) AskMessage(now time.Time, id uint64, ask *counter.Ask) ([]byte, error) {
 	return encodeAsk(e.h, e.cfg.Self, now, id, ask)
 }
@@ -42,7 +42,7 @@ func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]b
 }
 
 // askMemory is how long an ask's id is remembered against replays, and so
-// the most EngineConfig.MaxMessageAge may be: an ask sent longer ago than
+// the most Config.MaxMessageAge may be: an ask sent longer ago than
 // MaxMessageAge (on its sender's clock, against ours) is stale, and one
 // sent more recently is remembered for as long as it can be fresh. No
 // check waits that long for an answer (the deadline is at most a second);
@@ -80,7 +80,7 @@ func (e *Engine) freshAsk(now time.Time, from string, id uint64, sentMs int64) b
 	return true
 }
 
-// member reports whether messages from name are heard (EngineConfig.Members).
+// member reports whether messages from name are heard (Config.Members).
 func (e *Engine) member(name string) bool {
 	return e.cfg.Members == nil || e.cfg.Members(name)
 }

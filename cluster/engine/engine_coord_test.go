@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ type coordNode struct {
 func newCoordNode(t *testing.T, name string, nodes int) *coordNode {
 	t.Helper()
 	cn := &coordNode{}
-	cn.testNode = newTestNodeWith(t, name, nodes, 10, func(cfg *EngineConfig) {
+	cn.testNode = newTestNodeWith(t, name, nodes, 10, func(cfg *Config) {
 		cfg.OnAnswer = func(a Answer) { cn.answers = append(cn.answers, a) }
 	})
 	cc, _ := cn.c.Cluster()
@@ -180,7 +180,7 @@ func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 // RejoinInterval over all peers, further ones are owed, and sent by later
 // ticks as the bucket refills; none is lost.
 func TestStateSendsAreCappedInTotal(t *testing.T) {
-	a := newTestNodeWith(t, "a", 6, 600, func(cfg *EngineConfig) { cfg.MaxStateSends = 2 })
+	a := newTestNodeWith(t, "a", 6, 600, func(cfg *Config) { cfg.MaxStateSends = 2 })
 	a.hit(t, 0, "k", 5)
 	got := map[string]int{}
 	count := func(out []Outbound) {

@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"math/rand/v2"
@@ -27,7 +27,7 @@ func benchSyncer(b *testing.B, name, peer string) (*counter.Counter, *Engine, co
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewEngine(c, DefaultEngineConfig(name))
+	s, err := New(c, DefaultConfig(name))
 	if err != nil {
 		b.Fatal(err)
 	}

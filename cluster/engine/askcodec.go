@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"fmt"
@@ -82,7 +82,7 @@ type releaseMsg struct {
 }
 
 // Answer is a coordinator's answer to this node's ask ID, as the engine
-// decoded it (EngineConfig.OnAnswer).
+// decoded it (Config.OnAnswer).
 type Answer struct {
 	From string
 	ID   uint64
@@ -103,7 +103,7 @@ const maxAskEntriesWire = 8 * counter.MaxLimitsPerCall
 func encodeBody(h *codec.MsgpackHandle, kind byte, v any) ([]byte, error) {
 	var body []byte
 	if err := codec.NewEncoderBytes(&body, h).Encode(v); err != nil {
-		return nil, fmt.Errorf("cluster: encode: %w", err)
+		return nil, fmt.Errorf("engine: encode: %w", err)
 	}
 	out := make([]byte, 1+len(body))
 	out[0] = kind

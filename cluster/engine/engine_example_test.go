@@ -1,11 +1,11 @@
-package cluster_test
+package engine_test
 
 import (
 	"fmt"
 	"log"
 	"time"
 
-	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 )
 
@@ -13,7 +13,7 @@ import (
 // time, a peer up, a message), messages out. Node does the same over
 // memberlist, limitsim over a simulated network.
 func ExampleEngine() {
-	newNode := func(name string) (*counter.Counter, *cluster.Engine, counter.Limit) {
+	newNode := func(name string) (*counter.Counter, *engine.Engine, counter.Limit) {
 		c, err := counter.New(counter.DefaultConfig())
 		if err != nil {
 			log.Fatal(err)
@@ -27,7 +27,7 @@ func ExampleEngine() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		e, err := cluster.NewEngine(c, cluster.DefaultEngineConfig(name))
+		e, err := engine.New(c, engine.DefaultConfig(name))
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func ExampleEngine() {
 	}
 	ca, a, lim := newNode("a")
 	cb, b, limB := newNode("b")
-	engines := map[string]*cluster.Engine{"a": a, "b": b}
+	engines := map[string]*engine.Engine{"a": a, "b": b}
 	// deliver carries messages, and whatever their receivers answer.
-	var deliver func(now time.Time, out []cluster.Outbound)
-	deliver = func(now time.Time, out []cluster.Outbound) {
+	var deliver func(now time.Time, out []engine.Outbound)
+	deliver = func(now time.Time, out []engine.Outbound) {
 		for _, o := range out {
 			for _, m := range o.Msgs {
 				_, back, err := engines[o.To].Receive(now, m)

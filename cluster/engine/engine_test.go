@@ -1,4 +1,4 @@
-package cluster
+package engine
 
 import (
 	"errors"
@@ -27,10 +27,10 @@ type testNode struct {
 
 func newTestNode(t testing.TB, name string, nodes int) testNode {
 	t.Helper()
-	return newTestNodeWith(t, name, nodes, 600, func(cfg *EngineConfig) { cfg.DatagramBytes = 1200 }) // force several messages
+	return newTestNodeWith(t, name, nodes, 600, func(cfg *Config) { cfg.DatagramBytes = 1200 }) // force several messages
 }
 
-func newTestNodeWith(t testing.TB, name string, nodes int, limit int64, edit func(*EngineConfig)) testNode {
+func newTestNodeWith(t testing.TB, name string, nodes int, limit int64, edit func(*Config)) testNode {
 	t.Helper()
 	c, err := counter.New(counter.DefaultConfig())
 	if err != nil {
@@ -46,11 +46,11 @@ func newTestNodeWith(t testing.TB, name string, nodes int, limit int64, edit fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultEngineConfig(name)
+	cfg := DefaultConfig(name)
 	if edit != nil {
 		edit(&cfg)
 	}
-	e, err := NewEngine(c, cfg)
+	e, err := New(c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestAntiEntropySchedule(t *testing.T) {
 // once; a peer that flaps gets one catch-up per RejoinInterval.
 func TestMembership(t *testing.T) {
 	var calls []int
-	n := newTestNodeWith(t, "a", 1, 600, func(c *EngineConfig) { c.OnNodesChanged = func(k int) { calls = append(calls, k) } })
+	n := newTestNodeWith(t, "a", 1, 600, func(c *Config) { c.OnNodesChanged = func(k int) { calls = append(calls, k) } })
 	n.hit(t, 0, "k", 5) // something to catch up
 	steps := []struct {
 		ms     int64
@@ -597,7 +597,7 @@ func TestSilenceWithoutCatchUpLeavesCountsApart(t *testing.T) {
 	var nodes []testNode
 	for i := range 2 {
 		// A threshold longer than the partition: never silent.
-		nodes = append(nodes, newTestNodeWith(t, fmt.Sprintf("n%d", i+1), 2, 100, func(c *EngineConfig) { c.SilenceThreshold = time.Hour }))
+		nodes = append(nodes, newTestNodeWith(t, fmt.Sprintf("n%d", i+1), 2, 100, func(c *Config) { c.SilenceThreshold = time.Hour }))
 	}
 	up(t, 0, nodes...)
 	cl := &engineNet{t: t, nodes: nodes, sent: map[Purpose]int{}, cut: func(from, to int) bool { return from != to }}
@@ -652,31 +652,31 @@ func TestConcurrentReceive(t *testing.T) {
 }
 
 func TestEngineConfigValidate(t *testing.T) {
-	if err := DefaultEngineConfig("a").Validate(); err != nil {
-		t.Fatalf("DefaultEngineConfig: %v", err)
+	if err := DefaultConfig("a").Validate(); err != nil {
+		t.Fatalf("DefaultConfig: %v", err)
 	}
 	for _, tc := range []struct {
 		name   string
-		change func(*EngineConfig)
+		change func(*Config)
 		want   string
 	}{
-		{"no self", func(c *EngineConfig) { c.Self = "" }, "Self"},
-		{"zero anti-entropy", func(c *EngineConfig) { c.AntiEntropyInterval = 0 }, "AntiEntropyInterval"},
-		{"zero rejoin", func(c *EngineConfig) { c.RejoinInterval = 0 }, "RejoinInterval"},
-		{"negative silence", func(c *EngineConfig) { c.SilenceThreshold = -1 }, "SilenceThreshold"},
-		{"tiny datagram", func(c *EngineConfig) { c.DatagramBytes = 100 }, "DatagramBytes"},
-		{"stream under datagram", func(c *EngineConfig) { c.StreamBytes = 1000 }, "StreamBytes"},
-		{"negative clock offset", func(c *EngineConfig) { c.MaxClockOffset = -1 }, "MaxClockOffset"},
-		{"clock offset past the stale age", func(c *EngineConfig) { c.MaxClockOffset = c.MaxMessageAge }, "MaxClockOffset"},
+		{"no self", func(c *Config) { c.Self = "" }, "Self"},
+		{"zero anti-entropy", func(c *Config) { c.AntiEntropyInterval = 0 }, "AntiEntropyInterval"},
+		{"zero rejoin", func(c *Config) { c.RejoinInterval = 0 }, "RejoinInterval"},
+		{"negative silence", func(c *Config) { c.SilenceThreshold = -1 }, "SilenceThreshold"},
+		{"tiny datagram", func(c *Config) { c.DatagramBytes = 100 }, "DatagramBytes"},
+		{"stream under datagram", func(c *Config) { c.StreamBytes = 1000 }, "StreamBytes"},
+		{"negative clock offset", func(c *Config) { c.MaxClockOffset = -1 }, "MaxClockOffset"},
+		{"clock offset past the stale age", func(c *Config) { c.MaxClockOffset = c.MaxMessageAge }, "MaxClockOffset"},
 	} {
-		c := DefaultEngineConfig("a")
+		c := DefaultConfig("a")
 		tc.change(&c)
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalidConfig mentioning %q", tc.name, err, tc.want)
 		}
 	}
 	c, _ := counter.New(counter.DefaultConfig())
-	if _, err := NewEngine(c, DefaultEngineConfig("a")); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(c, DefaultConfig("a")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a counter in single-node mode: %v", err)
 	}
 }

@@ -1,0 +1,31 @@
+package engine
+
+import "github.com/limiterd/limiterd/counter"
+
+// The sync kinds, the first byte of their messages, for callers of
+// EncodeEntries and DecodeEntries.
+const (
+	KindDelta = kindDelta // a tick's changes
+	KindState = kindState // anti-entropy, catch-up, hello reply; empty, a heartbeat
+	KindHello = kindHello // a new process asking for what it had counted
+)
+
+// EncodeEntries encodes entries as sync messages of kind (KindDelta,
+// KindState or KindHello) from the node named from, sent at sentMs (unix
+// ms on its clock), none longer than maxBytes unless one entry alone is.
+// It is the codec an Engine uses, for the transport's tests and tools that
+// speak the protocol without an Engine (a peer that is not one, a forged
+// or replayed message). It sorts entries in place.
+func EncodeEntries(kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+	return encodeEntries(newHandle(1024), kind, from, sentMs, entries, maxBytes)
+}
+
+// DecodeEntries decodes one sync message within lim: its kind, sender,
+// send time and entries. An error wraps ErrMalformed.
+func DecodeEntries(b []byte, lim DecodeLimits) (kind byte, from string, sentMs int64, entries []counter.Entry, err error) {
+	kind, m, err := decode(newHandle(1024), b, lim)
+	if err != nil {
+		return kind, "", 0, nil, err
+	}
+	return kind, m.From, m.SentMs, m.entries(nil), nil
+}
