@@ -24,103 +24,104 @@ var (
 	ErrCoordinatorUnable = errors.New("cluster: coordinator cannot decide")
 )
 
-// waiter is a check waiting for its coordinator's answer.
-type waiter struct {
-	from string // the coordinator asked: answers from others are ignored
-	ch   chan engine.Answer
+// waiters are the checks waiting for their coordinator's answer, by ask
+// id. The engine keeps the protocol (ids, the settled watermark, which
+// answer is awaited); this is only where an answer finds its goroutine.
+type waiters struct {
+	mu sync.Mutex
+	ch map[uint64]chan engine.Answer
 }
 
-// asks are the checks waiting for an answer, by ask id.
-type asks struct {
-	mu      sync.Mutex
-	next    uint64
-	waiting map[uint64]*waiter
-}
-
-// add registers a new ask to from and returns its id, the highest id at
-// or below which no ask is waiting any more (counter.Ask.Settled), and its
-// waiter.
-func (a *asks) add(from string) (id, settled uint64, w *waiter) {
-	w = &waiter{from: from, ch: make(chan engine.Answer, 1)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.waiting == nil {
-		a.waiting = make(map[uint64]*waiter)
+// add registers a check waiting for the answer to ask id.
+func (w *waiters) add(id uint64) chan engine.Answer {
+	ch := make(chan engine.Answer, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(map[uint64]chan engine.Answer)
 	}
-	a.next++
-	id, settled = a.next, a.next-1
-	for other := range a.waiting {
-		settled = min(settled, other-1)
-	}
-	a.waiting[id] = w
-	return id, settled, w
+	w.ch[id] = ch
+	return ch
 }
 
-func (a *asks) remove(id uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.waiting, id)
+func (w *waiters) remove(id uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.ch, id)
 }
 
-// deliver hands an answer to its waiter, if it still waits and the answer
-// comes from the node it asked. It never blocks.
-func (a *asks) deliver(ans engine.Answer) {
-	a.mu.Lock()
-	w := a.waiting[ans.ID]
-	if w != nil && w.from == ans.From {
-		delete(a.waiting, ans.ID)
-	} else {
-		w = nil
-	}
-	a.mu.Unlock()
-	if w != nil {
-		w.ch <- ans // buffered, and delivered at most once
+// deliver hands an answer the engine matched to a pending ask to its
+// check. It never blocks.
+func (w *waiters) deliver(a engine.Answer) {
+	w.mu.Lock()
+	ch := w.ch[a.ID]
+	delete(w.ch, a.ID)
+	w.mu.Unlock()
+	if ch != nil {
+		ch <- a // buffered, and delivered at most once
 	}
 }
 
 // Coordinate puts a check at the margin to the key's coordinator and waits
-// for its answer until ctx is done (decision.Coordinator). When this node
-// is the coordinator it decides and counts at once (counted). The ask and
-// its answer are single datagrams through memberlist, so a gossip key
-// encrypts and authenticates them and the cluster label applies, as for
-// every sync message; they are sent from the calling goroutine, not queued
-// behind the sync traffic. Without an answer in time it sends the
-// coordinator a release (so that a grant it may have made stops counting)
-// and returns ctx's error; the caller decides alone.
+// for its answer until ctx is done (decision.Coordinator). The engine
+// picks the coordinator (passing over one that missed its last asks) and
+// makes the ask; when this node is the coordinator it decides and counts
+// at once (counted). The ask and its answer are single datagrams through
+// memberlist, so a gossip key encrypts and authenticates them and the
+// cluster label applies, as for every sync message; they are sent from the
+// calling goroutine, not queued behind the sync traffic. Without an answer
+// in time the engine gives the ask up, and this sends the coordinator the
+// release it returns (so that a grant it may have made stops counting) and
+// returns ctx's error; the caller decides alone.
 func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, results []counter.Result) (allowed, counted bool, err error) {
-	k := n.engine.Coordinator(ask.Key)
-	if k == n.cfg.NodeName {
-		d, err := n.c.Coordinate(t, k, 0, ask, results)
-		return d.Allowed, err == nil, err
+	a, err := n.engine.Ask(t, ask, results)
+	switch {
+	case a.Local:
+		return a.Decision.Allowed, err == nil, err
+	case a.Alone:
+		return false, false, fmt.Errorf("%w: the nodes above this one for %.64q missed their asks", ErrNoCoordinator, ask.Key)
+	case err != nil:
+		return false, false, fmt.Errorf("%w: %v", ErrNoCoordinator, err)
 	}
-	nd := n.memberNode(k)
+	to := a.Out.To
+	ch := n.waiting.add(a.ID)
+	nd := n.memberNode(to)
 	if nd == nil {
-		return false, false, fmt.Errorf("%w: %s has no sender", ErrNoCoordinator, k)
-	}
-	id, settled, w := n.asks.add(k)
-	ask.Settled = settled
-	msg, err := n.engine.AskMessage(t, id, ask)
-	if err == nil {
-		err = n.sendNow(nd, msg)
+		err = fmt.Errorf("%s has no sender", to)
+	} else {
+		err = n.sendNow(nd, a.Out.Msgs[0])
 	}
 	if err != nil {
-		n.asks.remove(id)
+		_, _, _ = n.engine.AskExpired(n.now(), a.ID) // nothing to release: it never left
+		n.waiting.remove(a.ID)
 		return false, false, fmt.Errorf("%w: %v", ErrNoCoordinator, err)
 	}
 	select {
-	case a := <-w.ch:
-		if !a.Decided || len(a.Results) != len(results) {
-			return false, false, fmt.Errorf("%w: %s", ErrCoordinatorUnable, k)
-		}
-		copy(results, a.Results)
-		return a.Allowed, false, nil
+	case ans := <-ch:
+		return answerOf(ans, to, results)
 	case <-ctx.Done():
-		n.asks.remove(id)
-		if rel, err := n.engine.ReleaseMessage(n.now(), id, ask); err == nil {
-			_ = n.sendNow(nd, rel) // best effort: the grant expires anyway
+		// The engine settles the race with an answer arriving now: either
+		// it gives the ask up (no answer will be delivered), or it took
+		// the answer, which deliver is putting in ch.
+		rel, ok, rerr := n.engine.AskExpired(n.now(), a.ID)
+		if !ok && rerr == nil {
+			return answerOf(<-ch, to, results)
+		}
+		n.waiting.remove(a.ID)
+		if ok {
+			_ = n.sendNow(nd, rel.Msgs[0]) // best effort: the grant expires anyway
 		}
 		return false, false, ctx.Err()
 	}
+}
+
+// answerOf is a check's outcome from its coordinator's answer.
+func answerOf(a engine.Answer, to string, results []counter.Result) (allowed, counted bool, err error) {
+	if !a.Decided || len(a.Results) != len(results) {
+		return false, false, fmt.Errorf("%w: %s", ErrCoordinatorUnable, to)
+	}
+	copy(results, a.Results)
+	return a.Allowed, false, nil
 }
 
 // isMember reports whether name is in the member table: a node memberlist

@@ -52,7 +52,7 @@ func TestNodeCoordinate(t *testing.T) {
 	coord := nodes[2]
 	key := keyCoordinatedBy(coord.name, nodes)
 	for _, tn := range nodes {
-		waitFor(t, tn.name+" to agree on the coordinator", func() bool { return tn.n.engine.Coordinator(key) == coord.name })
+		waitFor(t, tn.name+" to agree on the coordinator", func() bool { return tn.n.engine.Coordinator(time.Now(), key) == coord.name })
 	}
 	asker := nodes[0]
 	for i := range 10 {

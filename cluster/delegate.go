@@ -63,7 +63,11 @@ func decodeMeta(b []byte) (http string, leaving bool) {
 // copies what the counter keeps.
 func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
-	_, out, err := n.engine.Receive(n.now(), b)
+	rcv, err := n.engine.Receive(n.now(), b)
+	if rcv.Answered {
+		n.waiting.deliver(rcv.Answer)
+	}
+	out := rcv.Out
 	if errors.Is(err, engine.ErrReplay) || errors.Is(err, engine.ErrStale) {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed or stale cluster message (a peer's clock far behind, or a captured message sent again)", "bytes", len(b), "err", err)
 		return

@@ -59,7 +59,7 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
-	asks      asks                // checks at the margin waiting for their coordinator (coordinate.go)
+	waiting   waiters             // checks at the margin waiting for their coordinator's answer (coordinate.go)
 	keyring   *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
 	transport *transport          // memberlist's, for its counts
 
@@ -124,7 +124,6 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	}
 	ec := cfg.engineConfig()
 	ec.OnNodesChanged = n.nodesChanged
-	ec.OnAnswer = n.asks.deliver
 	ec.Members = n.isMember
 	ec.Log = lg
 	if h.engine != nil {

@@ -12,11 +12,22 @@ func CoordinatorOf(key string, members []string) string {
 	kh := fnv64(key)
 	best, bestScore := "", uint64(0)
 	for _, m := range members {
-		if s := mix64(kh ^ fnv64(m)); best == "" || s > bestScore || s == bestScore && m < best {
+		if s := score(kh, fnv64(m)); best == "" || beats(s, m, bestScore, best) {
 			best, bestScore = m, s
 		}
 	}
 	return best
+}
+
+// score is the rendezvous score of the key hashed kh on the member whose
+// name hashed nh.
+func score(kh, nh uint64) uint64 { return mix64(kh ^ nh) }
+
+// beats reports whether the member name with score s ranks above the one
+// named best with bestScore: the higher score, and on a tie the smaller
+// name, so that every node ranks members alike.
+func beats(s uint64, name string, bestScore uint64, best string) bool {
+	return s > bestScore || s == bestScore && name < best
 }
 
 func fnv64(s string) uint64 {

@@ -123,11 +123,19 @@ type Config struct {
 	// its join reaches the engine). nil: every sender is heard (a
 	// simulation, whose network holds members only).
 	Members func(name string) bool
-	// OnAnswer, if set, receives every coordinator's answer to this node's
-	// asks (AskMessage) as Receive decodes it, on Receive's goroutine; it
-	// must not block. The transport matches it to the waiting check by
-	// Answer.ID and Answer.From.
-	OnAnswer func(Answer)
+	// FailoverMisses is how many asks in a row a key's coordinator may
+	// miss (no answer by the deadline: AskExpired) before this node asks
+	// the next member in rendezvous order instead, until the coordinator
+	// is heard from again (any message). Default 3: a lost datagram or
+	// two do not move a key, a silent node is passed over after three
+	// checks' deadlines.
+	FailoverMisses int
+	// FailoverSilence passes over a coordinator after a single miss when
+	// nothing at all (not even a heartbeat) came from it for this long,
+	// so that a key whose checks at the margin are rare does not wait on
+	// a silent node FailoverMisses times. Default 1s: a live peer sends at
+	// least a heartbeat every AntiEntropyInterval.
+	FailoverSilence time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -141,6 +149,8 @@ func DefaultConfig(self string) Config {
 		DatagramBytes:       DefaultDatagramBytes,
 		StreamBytes:         DefaultStreamBytes,
 		Limits:              DefaultDecodeLimits(),
+		FailoverMisses:      3,
+		FailoverSilence:     time.Second,
 	}
 }
 
@@ -180,6 +190,9 @@ func (c Config) Validate() error {
 	if c.Limits.MaxEntries < 1 || c.Limits.MaxKeyBytes < 1 || c.Limits.MaxNameBytes < 1 {
 		bad("decode limits must be positive: %+v", c.Limits)
 	}
+	if err := c.validateFailover(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -206,6 +219,11 @@ const (
 	// peer's ask. Send it at once, ahead of any queued sync traffic: the
 	// asker waits for it with a deadline of a few milliseconds.
 	PurposeAnswer
+	// PurposeAsk: a check at the margin for the key's coordinator (Ask).
+	// Send it at once from the waiting goroutine.
+	PurposeAsk
+	// PurposeRelease: the release of an ask given up (AskExpired).
+	PurposeRelease
 )
 
 // String returns the purpose's name, as logs and metrics would show it.
@@ -225,6 +243,10 @@ func (p Purpose) String() string {
 		return "catch-up"
 	case PurposeAnswer:
 		return "answer"
+	case PurposeAsk:
+		return "ask"
+	case PurposeRelease:
+		return "release"
 	}
 	return fmt.Sprintf("purpose(%d)", uint8(p))
 }
@@ -278,6 +300,10 @@ type Stats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
+	AsksSent                        atomic.Uint64 // asks this node sent (Ask)
+	AsksExpired                     atomic.Uint64 // of which given up without an answer (AskExpired)
+	AsksToRunnerUp                  atomic.Uint64 // of which sent to a runner-up: the key's coordinator had missed its asks
+	AsksAlone                       atomic.Uint64 // checks Ask left to the budget at once: every node above this one had missed its asks
 	Releases                        atomic.Uint64 // releases received
 	NotMember                       atomic.Uint64 // messages dropped: the sender is no member
 	Replays                         atomic.Uint64 // hellos and asks dropped as replays
@@ -299,6 +325,7 @@ type peer struct {
 	lastReply   time.Time        // when a hello of its was last answered
 	stateDue    bool             // owed a full state that a rate limit held back (Tick sends it)
 	clock       clockEstimate    // its clock offset, for MaxClockOffset (skew.go)
+	misses      int              // asks to it given up in a row since it was last heard (ask.go)
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or
@@ -325,6 +352,10 @@ type Engine struct {
 	states   tokens // the MaxStateSends bucket
 	owed     int    // peers with stateDue
 
+	askMu   sync.Mutex            // the asking side (ask.go)
+	askSeq  uint64                // the last ask id
+	pending map[uint64]pendingAsk // asks sent, neither answered nor given up
+
 	Stats Stats
 }
 
@@ -350,7 +381,7 @@ func New(c *counter.Counter, cfg Config) (*Engine, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), nodes: 1, selfHash: fnv64(cfg.Self)}
+	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, selfHash: fnv64(cfg.Self)}
 	e.pool.New = func() any { return newWire(e.h) }
 	return e, nil
 }
@@ -505,12 +536,33 @@ func (e *Engine) upPeers() []string {
 // dropped whole, counted, and returned as an error wrapping ErrMalformed;
 // the caller only logs it. Safe for concurrent use: only the peer table is
 // locked, decoding and merging are not serialized.
-func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, err error) {
+func (e *Engine) Receive(now time.Time, b []byte) (Received, error) {
 	e.Stats.MessagesReceived.Add(1)
 	e.Stats.BytesReceived.Add(uint64(len(b)))
 	if isCoordKind(b) {
 		return e.receiveCoord(now, b)
 	}
+	from, out, err := e.receiveSync(now, b)
+	return Received{From: from, Out: out}, err
+}
+
+// Received is what Receive returns for one message.
+type Received struct {
+	// From is the sender ("" when the message could not be decoded).
+	From string
+	// Out is what to send back: a hello's reply, a catch-up, an answer
+	// to an ask.
+	Out []Outbound
+	// Answer, with Answered, is the answer to one of this node's pending
+	// asks (Ask), from the node asked: the transport hands it to the
+	// check waiting for Answer.ID. An answer nobody waits for (late, or
+	// after AskExpired) is dropped here.
+	Answer   Answer
+	Answered bool
+}
+
+// receiveSync handles a sync message (delta, state, hello).
+func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbound, err error) {
 	w := e.pool.Get().(*wire)
 	kind, m, err := w.decode(b, e.cfg.Limits)
 	if err != nil {
@@ -537,7 +589,7 @@ func (e *Engine) Receive(now time.Time, b []byte) (from string, out []Outbound, 
 		e.mu.Lock()
 		p := e.peer(from)
 		prev := p.LastMessage
-		p.LastMessage = now
+		p.heard(now)
 		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
 		note := e.updateSkew(p, now, m.SentMs)
 		skewed = p.Skewed

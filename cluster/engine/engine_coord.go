@@ -7,40 +7,6 @@ import (
 	"github.com/limiterd/limiterd/counter"
 )
 
-// Coordinator returns the name of key's coordinator as this engine sees
-// the cluster: CoordinatorOf over this node and its up peers. Nodes that
-// see the same members agree; during a change of membership two nodes may
-// each take another for the coordinator for a moment (see package counter
-// for what that costs).
-func (e *Engine) Coordinator(key string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	best, bestScore := e.cfg.Self, mix64(fnv64(key)^e.selfHash)
-	kh := fnv64(key)
-	for name, p := range e.peers {
-		if !p.Up {
-			continue
-		}
-		if s := mix64(kh ^ p.nameHash); s > bestScore || s == bestScore && name < best {
-			best, bestScore = name, s
-		}
-	}
-	return best
-}
-
-// AskMessage encodes ask, under the asker's id, for the key's coordinator.
-// The answer comes back through Config.OnAnswer with the same id.
-func (e *Engine) AskMessage(now time.Time, id uint64, ask *counter.Ask) ([]byte, error) {
-	return encodeAsk(e.h, e.cfg.Self, now, id, ask)
-}
-
-// ReleaseMessage encodes the release of ask id: sent to the coordinator
-// when no answer came in time, so that a grant it may have made, and this
-// node did not count, stops counting there at once.
-func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]byte, error) {
-	return encodeRelease(e.h, e.cfg.Self, now, id, ask)
-}
-
 // askMemory is how long an ask's id is remembered against replays, and so
 // the most Config.MaxMessageAge may be: an ask sent longer ago than
 // MaxMessageAge (on its sender's clock, against ours) is stale, and one
@@ -49,7 +15,8 @@ func (e *Engine) ReleaseMessage(now time.Time, id uint64, ask *counter.Ask) ([]b
 // the margin covers clock offsets far above the 100 ms alert.
 const askMemory = 10 * time.Second
 
-// maxAskIDs bounds the ids remembered per asker; past it the oldest go.
+// maxAskIDs bounds the ids remembered per asker; past it, the expired
+// ones go and, if none has, arbitrary ones (map order).
 const maxAskIDs = 4096
 
 // freshAsk reports whether an ask (from, id) sent at sentMs is one not
@@ -97,6 +64,11 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 		e.Stats.Stale.Add(1)
 		return fmt.Errorf("%w: a %q message from %.64q sent %d ms ago (at most %v)", ErrStale, kind, from, age, e.cfg.MaxMessageAge)
 	}
+	e.mu.Lock()
+	if p := e.peers[from]; p != nil {
+		p.misses = 0 // alive: asked again if it had been failed over
+	}
+	e.mu.Unlock()
 	return nil
 }
 
@@ -106,27 +78,28 @@ func isCoordKind(b []byte) bool {
 }
 
 // receiveCoord handles an ask (decided here, the answer returned for the
-// sender), an answer (handed to OnAnswer) or a release.
-func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, error) {
+// sender), an answer (returned if one of this node's asks awaits it) or a
+// release.
+func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	switch b[0] {
 	case kindAsk:
 		var a counter.Ask
 		from, sentMs, id, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
-			return "", nil, err
+			return Received{}, err
 		}
 		if from == e.cfg.Self {
-			return from, nil, nil
+			return Received{From: from}, nil
 		}
 		if err := e.heard(now, kindAsk, from, sentMs); err != nil {
-			return from, nil, err
+			return Received{From: from}, err
 		}
 		if !e.freshAsk(now, from, id, sentMs) {
 			// Deciding an ask twice would grant it twice: a grant nobody
 			// counts, which over-counts until it expires.
 			e.Stats.Replays.Add(1)
-			return from, nil, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
+			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
 		}
 		res := make([]counter.Result, len(a.Limits))
 		status, allowed := answerUnable, false
@@ -144,39 +117,39 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (string, []Outbound, erro
 		}
 		msg, err := encodeAnswer(e.h, e.cfg.Self, now, id, status, allowed, res)
 		if err != nil {
-			return from, nil, err
+			return Received{From: from}, err
 		}
-		return from, []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}, nil
+		return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
 	case kindAnswer:
 		a, err := decodeAnswer(e.h, b, e.cfg.Limits)
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
-			return "", nil, err
+			return Received{}, err
 		}
 		if a.From == e.cfg.Self {
-			return a.From, nil, nil
+			return Received{From: a.From}, nil
 		}
 		if err := e.heard(now, kindAnswer, a.From, a.SentMs); err != nil {
-			return a.From, nil, err
+			return Received{From: a.From}, err
 		}
-		if e.cfg.OnAnswer != nil {
-			e.cfg.OnAnswer(a)
+		if !e.answered(a) {
+			return Received{From: a.From}, nil // late, or not ours: nobody waits for it
 		}
-		return a.From, nil, nil
+		return Received{From: a.From, Answer: a, Answered: true}, nil
 	default: // kindRelease
 		m, err := decodeRelease(e.h, b, e.cfg.Limits)
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
-			return "", nil, err
+			return Received{}, err
 		}
 		if m.From == e.cfg.Self {
-			return m.From, nil, nil
+			return Received{From: m.From}, nil
 		}
 		if err := e.heard(now, kindRelease, m.From, m.SentMs); err != nil {
-			return m.From, nil, err
+			return Received{From: m.From}, err
 		}
 		e.Stats.Releases.Add(1)
 		e.c.Release(now, m.From, m.ID, m.Key, m.Limits)
-		return m.From, nil, nil
+		return Received{From: m.From}, nil
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/limiterd/limiterd/counter"
 )
@@ -16,10 +17,12 @@ type coordNode struct {
 
 func newCoordNode(t *testing.T, name string, nodes int) *coordNode {
 	t.Helper()
-	cn := &coordNode{}
-	cn.testNode = newTestNodeWith(t, name, nodes, 10, func(cfg *Config) {
-		cfg.OnAnswer = func(a Answer) { cn.answers = append(cn.answers, a) }
-	})
+	return newCoordNodeWith(t, name, nodes, nil)
+}
+
+func newCoordNodeWith(t *testing.T, name string, nodes int, edit func(*Config)) *coordNode {
+	t.Helper()
+	cn := &coordNode{testNode: newTestNodeWith(t, name, nodes, 10, edit)}
 	cc, _ := cn.c.Cluster()
 	cc.Coordinated = true
 	if err := cn.c.SetCluster(cc); err != nil {
@@ -28,18 +31,53 @@ func newCoordNode(t *testing.T, name string, nodes int) *coordNode {
 	return cn
 }
 
+// receive hands msg to the engine at ms and records an answer it returns.
+func (cn *coordNode) receive(t *testing.T, now time.Time, msg []byte) (Received, error) {
+	t.Helper()
+	r, err := cn.e.Receive(now, msg)
+	if r.Answered {
+		cn.answers = append(cn.answers, r.Answer)
+	}
+	return r, err
+}
+
+// keyFor returns a key whose coordinator, as cn sees the cluster at now,
+// is want.
+func (cn *coordNode) keyFor(now time.Time, want string) string {
+	key := "x"
+	for i := 0; cn.e.Coordinator(now, key) != want; i++ {
+		if i == 10_000 {
+			panic("no key coordinated by " + want)
+		}
+		key = string(rune('a'+i%26)) + key
+	}
+	return key
+}
+
+// ask prepares and starts cn's check of one hit of key at now, which
+// must go to another node.
+func (cn *coordNode) ask(t *testing.T, now time.Time, key string) (Asked, *counter.Ask) {
+	t.Helper()
+	ask := new(counter.Ask)
+	cn.c.PrepareAsk(now, key, 1, []counter.Limit{cn.lim}, ask)
+	var res [1]counter.Result
+	a, err := cn.e.Ask(now, ask, res[:])
+	if err != nil || a.Local || len(a.Out.Msgs) != 1 || a.Out.Purpose != PurposeAsk {
+		t.Fatalf("Ask of %s: %+v %v, want an ask message", key, a, err)
+	}
+	return a, ask
+}
+
 // TestEngineCoordination steps one ask through two engines: the asker's
-// AskMessage, the coordinator's Receive deciding it and returning the
-// answer for the asker, the asker's Receive handing it to OnAnswer; then a
-// release, after which the coordinator no longer counts the grant.
+// Ask, the coordinator's Receive deciding it and returning the answer for
+// the asker, the asker's Receive returning it as awaited; then, for an
+// ask given up (AskExpired), the release, after which the coordinator no
+// longer counts the grant.
 func TestEngineCoordination(t *testing.T) {
 	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
 	up(t, 0, a.testNode, k.testNode)
-	key := "x"
-	for i := 0; a.e.Coordinator(key) != "k"; i++ {
-		key = string(rune('a'+i%26)) + key
-	}
-	if got := k.e.Coordinator(key); got != "k" {
+	key := a.keyFor(at(0), "k")
+	if got := k.e.Coordinator(at(0), key); got != "k" {
 		t.Fatalf("the nodes disagree on %s's coordinator: a says k, k says %s", key, got)
 	}
 	lims := []counter.Limit{a.lim}
@@ -48,21 +86,24 @@ func TestEngineCoordination(t *testing.T) {
 	if err != nil || !d.Coordinate {
 		t.Fatalf("Allow: %+v %v, want Coordinate (10 per minute on 2 nodes has no blind share)", d, err)
 	}
-	var ask counter.Ask
-	a.c.PrepareAsk(at(10), key, 1, lims, &ask)
-	msg, err := a.e.AskMessage(at(10), 7, &ask)
-	if err != nil {
-		t.Fatal(err)
+	asked, _ := a.ask(t, at(10), key)
+	if asked.Out.To != "k" || asked.RunnerUp || a.e.Pending() != 1 {
+		t.Fatalf("ask %+v, %d pending", asked, a.e.Pending())
 	}
-	from, out, err := k.e.Receive(at(11), msg)
+	rcv, err := k.receive(t, at(11), asked.Out.Msgs[0])
+	from, out := rcv.From, rcv.Out
 	if err != nil || from != "a" || len(out) != 1 || out[0].To != "a" || out[0].Purpose != PurposeAnswer || out[0].Reliable {
 		t.Fatalf("coordinator's Receive: %q %+v %v", from, out, err)
 	}
-	if _, _, err := a.e.Receive(at(12), out[0].Msgs[0]); err != nil {
+	if _, err := a.receive(t, at(12), out[0].Msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.answers) != 1 || a.answers[0].ID != 7 || a.answers[0].From != "k" || !a.answers[0].Decided || !a.answers[0].Allowed || a.answers[0].Results[0].Remaining != 9 {
-		t.Fatalf("answers %+v", a.answers)
+	if len(a.answers) != 1 || a.answers[0].ID != asked.ID || a.answers[0].From != "k" || !a.answers[0].Decided || !a.answers[0].Allowed || a.answers[0].Results[0].Remaining != 9 || a.e.Pending() != 0 {
+		t.Fatalf("answers %+v, %d pending", a.answers, a.e.Pending())
+	}
+	// The same answer again (a duplicate) is awaited by nobody.
+	if r, _ := a.receive(t, at(12), out[0].Msgs[0]); r.Answered {
+		t.Fatal("a duplicate answer was returned as awaited")
 	}
 	count := func() int64 {
 		var r [1]counter.Result
@@ -72,23 +113,46 @@ func TestEngineCoordination(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("the coordinator counts %d, want its grant: 1", n)
 	}
-	rel, err := a.e.ReleaseMessage(at(14), 7, &ask)
-	if err != nil {
+	// A second ask, granted, whose answer is lost: the asker gives it up
+	// and the release stops the grant counting at the coordinator. The
+	// first grant stops counting with the second ask: its id is settled
+	// (answered) and the asker's slices, which the test never made count
+	// it, do not show it.
+	asked, ask := a.ask(t, at(13), key)
+	if ask.Settled != asked.ID-1 {
+		t.Fatalf("Settled %d, want %d", ask.Settled, asked.ID-1)
+	}
+	if _, err := k.receive(t, at(13), asked.Out.Msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := k.e.Receive(at(15), rel); err != nil {
+	if n := count(); n != 1 {
+		t.Fatalf("the coordinator counts %d, want the second grant only", n)
+	}
+	rel, ok, err := a.e.AskExpired(at(14), asked.ID)
+	if err != nil || !ok || rel.To != "k" || rel.Purpose != PurposeRelease {
+		t.Fatalf("AskExpired: %+v %v %v", rel, ok, err)
+	}
+	if _, ok, _ := a.e.AskExpired(at(14), asked.ID); ok {
+		t.Fatal("an ask was given up twice")
+	}
+	if _, err := k.receive(t, at(15), rel.Msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(); n != 0 || k.e.Stats.Releases.Load() != 1 || k.e.Stats.AsksAnswered.Load() != 1 {
+	if n := count(); n != 0 || k.e.Stats.Releases.Load() != 1 || k.e.Stats.AsksAnswered.Load() != 2 {
 		t.Fatalf("after the release the coordinator counts %d (want 0), releases %d, asks %d", n, k.e.Stats.Releases.Load(), k.e.Stats.AsksAnswered.Load())
 	}
 	// An ask naming a limit the coordinator does not have: answered as
 	// undecided, so the asker decides at once instead of waiting.
+	ask = new(counter.Ask)
+	a.c.PrepareAsk(at(20), key, 1, lims, ask)
 	ask.Limits[0] = "other|1000|1"
-	msg, _ = a.e.AskMessage(at(20), 8, &ask)
-	_, out, _ = k.e.Receive(at(20), msg)
-	a.e.Receive(at(20), out[0].Msgs[0])
-	if last := a.answers[len(a.answers)-1]; last.ID != 8 || last.Decided {
+	asked, err = a.e.Ask(at(20), ask, res[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, _ = k.receive(t, at(20), asked.Out.Msgs[0])
+	a.receive(t, at(20), rcv.Out[0].Msgs[0])
+	if last := a.answers[len(a.answers)-1]; last.ID != asked.ID || last.Decided {
 		t.Fatalf("answer to an unknown limit: %+v, want undecided", last)
 	}
 }
@@ -103,13 +167,13 @@ func TestCoordinatorFollowsMembership(t *testing.T) {
 		key := "key-" + string(rune('A'+i%26)) + string(rune('a'+i/26))
 		want := CoordinatorOf(key, names)
 		for _, n := range ns {
-			if got := n.e.Coordinator(key); got != want {
+			if got := n.e.Coordinator(at(1), key); got != want {
 				t.Fatalf("%s: %s says %s, want %s", key, n.name, got, want)
 			}
 		}
 		if want == "n2" {
 			ns[0].e.PeerDown(at(1), "n2")
-			if got := ns[0].e.Coordinator(key); got != CoordinatorOf(key, names[:2]) {
+			if got := ns[0].e.Coordinator(at(1), key); got != CoordinatorOf(key, names[:2]) {
 				t.Fatalf("%s after n2 went down: %s", key, got)
 			}
 			ns[0].e.PeerUp(at(2), "n2")
@@ -141,7 +205,8 @@ func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 		}
 	}
 	for i := range 200 {
-		_, out, err := a.e.Receive(at(200+int64(i)), hello[0])
+		rcv, err := a.e.Receive(at(200+int64(i)), hello[0])
+		out := rcv.Out
 		if err != nil && !errors.Is(err, ErrReplay) {
 			t.Fatal(err)
 		}
@@ -154,7 +219,8 @@ func TestReplayedHelloIsAnsweredOnce(t *testing.T) {
 	// with the ticks of those 20 s.
 	for ms := int64(500); ms < 20_500; ms += 50 {
 		forged, _ := b.e.encode(kindHello, at(ms), nil, 0)
-		_, out, err := a.e.Receive(at(ms), forged[0])
+		rcv, err := a.e.Receive(at(ms), forged[0])
+		out := rcv.Out
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,15 +289,13 @@ func TestStateSendsAreCappedInTotal(t *testing.T) {
 func TestReplayedAskIsDecidedOnce(t *testing.T) {
 	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
 	up(t, 0, a.testNode, k.testNode)
-	var ask counter.Ask
-	a.c.PrepareAsk(at(10), "x", 1, []counter.Limit{a.lim}, &ask)
-	msg, err := a.e.AskMessage(at(10), 7, &ask)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := a.keyFor(at(0), "k")
+	asked, _ := a.ask(t, at(10), key)
+	msg := asked.Out.Msgs[0]
 	answered := 0
 	for i := range 50 {
-		_, out, err := k.e.Receive(at(11+int64(i)), msg)
+		rcv, err := k.e.Receive(at(11+int64(i)), msg)
+		out := rcv.Out
 		switch {
 		case err == nil && len(out) == 1:
 			answered++
@@ -240,13 +304,14 @@ func TestReplayedAskIsDecidedOnce(t *testing.T) {
 		}
 	}
 	var r [1]counter.Result
-	k.c.Allow(at(100), "x", 10, []counter.Limit{k.lim}, r[:])
+	k.c.Allow(at(100), key, 10, []counter.Limit{k.lim}, r[:])
 	if answered != 1 || r[0].Pending != 1 {
 		t.Fatalf("answered %d times, %d granted hits pending; want 1 and 1", answered, r[0].Pending)
 	}
 	// Sent 11 s ago: stale.
-	old, _ := a.e.AskMessage(at(0), 8, &ask)
-	if _, _, err := k.e.Receive(at(11_000), old); !errors.Is(err, ErrStale) {
+	oldAsk, _ := a.ask(t, at(0), key)
+	old := oldAsk.Out.Msgs[0]
+	if _, err := k.e.Receive(at(11_000), old); !errors.Is(err, ErrStale) {
 		t.Fatalf("a stale ask: %v, want ErrStale", err)
 	}
 }
@@ -268,7 +333,7 @@ func TestThirdNodesSlicesAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.e.Receive(at(20), msgs[0]); err != nil {
+	if _, err := a.e.Receive(at(20), msgs[0]); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.count(t, 30, "k"); got != 5 {

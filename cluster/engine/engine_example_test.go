@@ -41,7 +41,8 @@ func ExampleEngine() {
 	deliver = func(now time.Time, out []engine.Outbound) {
 		for _, o := range out {
 			for _, m := range o.Msgs {
-				_, back, err := engines[o.To].Receive(now, m)
+				rcv, err := engines[o.To].Receive(now, m)
+				back := rcv.Out
 				if err != nil {
 					log.Fatal(err)
 				}

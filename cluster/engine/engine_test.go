@@ -109,7 +109,8 @@ func deliver(t testing.TB, to testNode, now time.Time, msgs [][]byte) []Outbound
 	t.Helper()
 	var out []Outbound
 	for _, m := range msgs {
-		_, o, err := to.e.Receive(now, m)
+		rcv, err := to.e.Receive(now, m)
+		o := rcv.Out
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func TestReceiveRejectsMalformed(t *testing.T) {
 		append([]byte{kindDelta}, make([]byte, 2<<20)...), other,
 	}
 	for i, m := range bad {
-		if _, _, err := a.e.Receive(at(0), m); !errors.Is(err, ErrMalformed) {
+		if _, err := a.e.Receive(at(0), m); !errors.Is(err, ErrMalformed) {
 			t.Errorf("message %d: err %v, want ErrMalformed", i, err)
 		}
 	}

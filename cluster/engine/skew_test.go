@@ -270,7 +270,6 @@ func TestSkewedPeersAskIsNotDecided(t *testing.T) {
 				sn.testNode = newTestNodeWith(t, name, 2, 10, func(cfg *Config) {
 					cfg.MaxClockOffset = time.Second
 					cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
-					cfg.OnAnswer = func(a Answer) { answers = append(answers, a) }
 				})
 				cc, _ := sn.c.Cluster()
 				cc.Coordinated = true
@@ -282,21 +281,28 @@ func TestSkewedPeersAskIsNotDecided(t *testing.T) {
 			a, k := mk("a", tc.off), mk("k", 0)
 			skewUp(t, 0, a, k)
 			key := "x"
-			for i := 0; a.e.Coordinator(key) != "k"; i++ {
+			for i := 0; a.e.Coordinator(a.now(0), key) != "k"; i++ {
 				key = string(rune('a'+i%26)) + key
 			}
 			lims := []counter.Limit{a.lim}
 			var ask counter.Ask
 			a.c.PrepareAsk(a.now(10), key, 1, lims, &ask)
-			msg, err := a.e.AskMessage(a.now(10), 7, &ask)
-			if err != nil {
-				t.Fatal(err)
+			var res [1]counter.Result
+			asked, err := a.e.Ask(a.now(10), &ask, res[:])
+			if err != nil || asked.Local {
+				t.Fatal(asked, err)
 			}
-			_, out, err := k.e.Receive(k.now(11), msg)
+			msg := asked.Out.Msgs[0]
+			rcv, err := k.e.Receive(k.now(11), msg)
+			out := rcv.Out
 			if err != nil || len(out) != 1 || out[0].Purpose != PurposeAnswer {
 				t.Fatalf("coordinator's Receive: %+v %v", out, err)
 			}
-			deliver(t, a.testNode, a.now(12), out[0].Msgs)
+			if r, err := a.e.Receive(a.now(12), out[0].Msgs[0]); err != nil || !r.Answered {
+				t.Fatalf("the asker's Receive: %+v %v", r, err)
+			} else {
+				answers = append(answers, r.Answer)
+			}
 			if len(answers) != 1 || answers[0].Decided != tc.decided {
 				t.Fatalf("answers %+v, want decided %v", answers, tc.decided)
 			}

@@ -69,7 +69,7 @@ func BenchmarkSyncerTickReceive(b *testing.B) {
 	}
 	for range 300 {
 		for _, m := range step() {
-			if _, _, err := rs.Receive(now, m); err != nil {
+			if _, err := rs.Receive(now, m); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -78,7 +78,7 @@ func BenchmarkSyncerTickReceive(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, m := range step() {
-			if _, _, err := rs.Receive(now, m); err != nil {
+			if _, err := rs.Receive(now, m); err != nil {
 				b.Fatal(err)
 			}
 		}

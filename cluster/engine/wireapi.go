@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/limiterd/limiterd/counter"
+import (
+	"fmt"
+
+	"github.com/limiterd/limiterd/counter"
+)
 
 // The sync kinds, the first byte of their messages, for callers of
 // EncodeEntries and DecodeEntries.
@@ -28,4 +32,15 @@ func DecodeEntries(b []byte, lim DecodeLimits) (kind byte, from string, sentMs i
 		return kind, "", 0, nil, err
 	}
 	return kind, m.From, m.SentMs, m.entries(nil), nil
+}
+
+// DecodeAnswer decodes a coordinator's answer within lim, for a tool that
+// must read one no ask awaits (a simulation's oracle of lost answers);
+// the engine returns the awaited ones from Receive. An error wraps
+// ErrMalformed.
+func DecodeAnswer(b []byte, lim DecodeLimits) (Answer, error) {
+	if len(b) == 0 || b[0] != kindAnswer {
+		return Answer{}, fmt.Errorf("%w: not an answer", ErrMalformed)
+	}
+	return decodeAnswer(newHandle(1024), b, lim)
 }

@@ -290,7 +290,8 @@ func (r *scaleRun) round(now time.Time) error {
 					continue
 				}
 				for _, m := range o.Msgs {
-					_, back, err := nd.eng.Receive(now, m)
+					rcv, err := nd.eng.Receive(now, m)
+					back := rcv.Out
 					if errors.Is(err, engine.ErrReplay) {
 						continue // a hello answered already
 					}

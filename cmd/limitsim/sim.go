@@ -156,22 +156,6 @@ type simNode struct {
 	changed  bool  // counted a request since its last Tick
 	ticking  bool  // has a tick scheduled (from the first request until finish)
 	nextTick int64 // true time of its next tick; meaningful while ticking
-	// The ask this node waits for (as cluster.Node's waiters do), and the
-	// answer that OnAnswer matched to it.
-	askSeq   uint64
-	waitID   uint64
-	waitFrom string
-	answer   engine.Answer
-	answered bool
-}
-
-// onAnswer is the node's EngineConfig.OnAnswer: it keeps an answer to
-// the ask it waits for, from the node it asked, and drops any other (a
-// late answer finds no waiter, as in cluster.Node).
-func (n *simNode) onAnswer(a engine.Answer) {
-	if n.waitID != 0 && a.ID == n.waitID && a.From == n.waitFrom {
-		n.answer, n.answered = a, true
-	}
 }
 
 // simStats is the traffic a simulation produced.
@@ -319,7 +303,6 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		// limiterd's engine configuration for UDP (cluster.DefaultConfig):
 		// the message sizes, anti-entropy and catch-up are limiterd's.
 		ec := engine.DefaultConfig(name)
-		ec.OnAnswer = n.onAnswer
 		if n.eng, err = engine.New(c, ec); err != nil {
 			return nil, err
 		}
@@ -462,7 +445,8 @@ func (s *simCluster) advance(t int64, drain bool) error {
 		case delDue:
 			d := heap.Pop(&s.queue).(delivery)
 			n := s.nodes[d.to]
-			_, out, err := n.eng.Receive(s.clock(n, d.at), d.msg)
+			rcv, err := n.eng.Receive(s.clock(n, d.at), d.msg)
+			out := rcv.Out
 			if errors.Is(err, engine.ErrReplay) {
 				// A duplicated hello (dup): the engine answers a hello once,
 				// as it would a replayed one on a real network.

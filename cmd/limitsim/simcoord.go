@@ -12,8 +12,11 @@ import (
 )
 
 // simCoordinator is node j's decision.Coordinator on the simulated
-// network: cluster.Node.Coordinate's logic, with the simulator's network
-// and clock in place of memberlist and the wall clock.
+// network: the engine's asking side (engine.Engine.Ask, Receive,
+// AskExpired), as cluster.Node.Coordinate drives it, with the simulator's
+// network and clock in place of memberlist and the wall clock. The
+// protocol (the coordinator chosen, ask ids, the settled watermark, the
+// release, failover) is the engine's; this holds only the network model.
 //
 // The model of time keeps a check synchronous: the ask is decided by the
 // coordinator at the check's instant (on the coordinator's clock), and the
@@ -23,11 +26,12 @@ import (
 // whose ask or answer the network loses (the configured loss rate, drawn
 // from the same seeded source as the sync messages' losses). The
 // coordinator still decides an ask that reached it, so a grant may exist
-// there; the asker then sends a release, which leaves at the deadline and
-// arrives a latency later (or is lost, with the same probability), and
-// decides alone with the budget. The real deadline of ctx is not consulted:
-// under the race detector a simulated round trip can take longer than 5 ms
-// of wall time, and decisions must not depend on it.
+// there; the asker then gives the ask up at the deadline, sends the
+// release the engine returns, which arrives a latency later (or is lost,
+// with the same probability), and decides alone with the budget. The real
+// deadline of ctx is not consulted: under the race detector a simulated
+// round trip can take longer than 5 ms of wall time, and decisions must
+// not depend on it.
 type simCoordinator struct {
 	s *simCluster
 	j int // the asking node
@@ -36,80 +40,96 @@ type simCoordinator struct {
 // Coordinate puts ask to the key's coordinator (decision.Coordinator).
 func (sc simCoordinator) Coordinate(_ context.Context, t time.Time, ask *counter.Ask, results []counter.Result) (allowed, counted bool, err error) {
 	s, n := sc.s, sc.s.nodes[sc.j]
-	k := n.eng.Coordinator(ask.Key)
-	if k == n.name {
-		// As cluster.Node: the coordinator decides its own check and
-		// counts it at once, with no message.
+	asked, err := n.eng.Ask(t, ask, results)
+	switch {
+	case asked.Local:
 		s.stats.selfCoordinated++
-		d, err := n.c.Coordinate(t, k, 0, ask, results)
-		return d.Allowed, err == nil, err
+		return asked.Decision.Allowed, err == nil, err
+	case asked.Alone:
+		return false, false, fmt.Errorf("%w: every node above %s missed its asks", cluster.ErrNoCoordinator, n.name)
 	}
+	if err != nil {
+		return false, false, fmt.Errorf("limitsim: encoding an ask: %w", err)
+	}
+	k := asked.Out.To
 	ki, ok := s.byName[k]
 	if !ok {
 		return false, false, fmt.Errorf("limitsim: coordinator %q is no simulated node", k)
 	}
 	kn := s.nodes[ki]
 	at := s.now
-	n.askSeq++
-	id := n.askSeq
-	// Checks are synchronous here: every earlier ask of this node is over.
-	ask.Settled = id - 1
-	msg, err := n.eng.AskMessage(t, id, ask)
-	if err != nil {
-		return false, false, fmt.Errorf("limitsim: encoding an ask: %w", err)
-	}
+	msg := asked.Out.Msgs[0]
 	s.stats.asks++
 	s.stats.askBytes += int64(len(msg))
 	inTime := 2*s.cfg.latency <= s.deadline()
+	var answer engine.Answer
+	var late [][]byte // answers that arrive after the deadline
+	answered := false
 	if !s.lost() {
-		_, out, err := kn.eng.Receive(s.clock(kn, at), msg)
+		rcv, err := kn.eng.Receive(s.clock(kn, at), msg)
 		if err != nil {
 			return false, false, fmt.Errorf("limitsim: %s receiving an ask: %w", k, err)
 		}
-		for _, o := range out {
+		for _, o := range rcv.Out {
 			if o.Purpose != engine.PurposeAnswer {
 				continue
 			}
 			for _, m := range o.Msgs {
 				s.stats.answers++
 				s.stats.answerBytes += int64(len(m))
-				arrives := !s.lost() && inTime // a late answer finds no waiter: as if lost
-				n.waitID, n.waitFrom, n.answered = id, k, false
-				// An answer that does not arrive is still decoded, as an
-				// oracle only: a grant in it is an over-count the asker
-				// never hears of (orphan).
-				_, _, err := n.eng.Receive(s.clock(n, at), m)
-				n.waitID, n.waitFrom = 0, ""
+				lost := s.lost()
+				if lost || !inTime {
+					// It finds no waiter. Read as an oracle: a grant in it
+					// is an over-count the asker never hears of (orphan).
+					if a, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err != nil {
+						return false, false, fmt.Errorf("limitsim: decoding an answer: %w", err)
+					} else if a.Decided && a.Allowed {
+						s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
+					}
+					if !lost {
+						late = append(late, m)
+					}
+					continue
+				}
+				r, err := n.eng.Receive(s.clock(n, at), m)
 				if err != nil {
 					return false, false, fmt.Errorf("limitsim: %s receiving an answer: %w", n.name, err)
 				}
-				if !arrives {
-					if n.answered && n.answer.Allowed {
-						s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
-					}
-					n.answered = false
+				if r.Answered {
+					answer, answered = r.Answer, true
 				}
 			}
 		}
 	}
-	if n.answered {
-		n.answered = false
-		a := n.answer
-		if !a.Decided || len(a.Results) != len(results) {
+	if answered {
+		if !answer.Decided || len(answer.Results) != len(results) {
 			return false, false, fmt.Errorf("%w: %s", cluster.ErrCoordinatorUnable, k)
 		}
-		copy(results, a.Results)
-		return a.Allowed, false, nil
+		copy(results, answer.Results)
+		return answer.Allowed, false, nil
 	}
-	// No answer by the deadline: release the grant the coordinator may
-	// have made, so that it stops counting when the release arrives.
+	// No answer by the deadline: give the ask up and release the grant
+	// the coordinator may have made, so that it stops counting when the
+	// release arrives.
 	dl := s.deadline().Milliseconds()
-	rel, err := n.eng.ReleaseMessage(s.clock(n, at+dl), id, ask)
-	if err == nil {
+	rel, ok, err := n.eng.AskExpired(s.clock(n, at+dl), asked.ID)
+	if err != nil {
+		return false, false, fmt.Errorf("limitsim: giving an ask up: %w", err)
+	}
+	if ok {
+		m := rel.Msgs[0]
 		s.stats.releases++
-		s.stats.releaseBytes += int64(len(rel))
-		if arrival := s.post(at+dl+s.latMs, ki, rel); arrival >= 0 && s.lostGrant.hits > 0 {
+		s.stats.releaseBytes += int64(len(m))
+		if arrival := s.post(at+dl+s.latMs, ki, m); arrival >= 0 && s.lostGrant.hits > 0 {
 			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
+		}
+	}
+	// A late answer still arrives, a round trip after the ask: nobody
+	// waits for it, but it tells the asker its coordinator is alive, so a
+	// slow coordinator is not failed over as a silent one would be.
+	for _, m := range late {
+		if _, err := n.eng.Receive(s.clock(n, at+2*s.latMs), m); err != nil {
+			return false, false, fmt.Errorf("limitsim: %s receiving a late answer: %w", n.name, err)
 		}
 	}
 	return false, false, context.DeadlineExceeded

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// The asking side of coordination: a check at the margin becomes an ask
+// (Ask), its answer comes back through Receive (Received.Answer), and an
+// ask whose deadline passes first is given up (AskExpired), which returns
+// the release for its coordinator. The engine keeps the ids, the settled
+// watermark and each coordinator's misses; the transport only sends and
+// waits, so a simulation drives the same protocol as a node.
+
+// Asked is what Ask returns: a check decided here, or an ask to send.
+type Asked struct {
+	// Local is true when this node is the key's coordinator: the check
+	// was decided and, if allowed, counted here (Decision), and nothing is
+	// sent.
+	Local    bool
+	Decision counter.Decision
+	// Alone is true when every node placed above this one for the key has
+	// missed its asks (failed over): nothing is sent, and the caller
+	// decides alone with the budget (counter.AllowFallback) at once,
+	// without waiting. This node does not take the key's coordination on
+	// itself: every node that lost its peers that way would, and each
+	// would admit up to the limit (a partition's bound) instead of the
+	// budget's.
+	Alone bool
+	// ID and Out, when not Local: the ask, to send at once to Out.To (as
+	// one datagram, or over a stream when Out.Reliable). Its answer comes
+	// back from Receive with this ID; without one by the deadline, call
+	// AskExpired(ID).
+	ID uint64
+	// RunnerUp is true when the key's coordinator was passed over for
+	// missing its asks (Config.FailoverMisses, FailoverSilence) and Out.To
+	// is the next member in rendezvous order.
+	RunnerUp bool
+	Out      Outbound
+}
+
+// pendingAsk is an ask sent and neither answered nor given up.
+type pendingAsk struct {
+	to     string
+	key    string
+	limits []string // for the release
+}
+
+// Ask starts the check of ask at now, which counter.PrepareAsk filled for
+// a check the counter left to the key's coordinator (results has one
+// place per limit). The coordinator is the key's rendezvous winner among
+// this node and its up peers that have not missed their asks (see
+// Coordinator). When that is this node, it decides at once, as the
+// coordinator of its own check. Otherwise it sets ask.Settled and returns
+// the ask message. Safe for concurrent use.
+func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) (Asked, error) {
+	to, runnerUp := e.coordinator(now, ask.Key)
+	switch {
+	case to == e.cfg.Self && runnerUp:
+		e.Stats.AsksAlone.Add(1)
+		return Asked{Alone: true}, nil
+	case to == e.cfg.Self:
+		d, err := e.c.Coordinate(now, to, 0, ask, results)
+		return Asked{Local: true, Decision: d}, err
+	}
+	e.askMu.Lock()
+	e.askSeq++
+	id := e.askSeq
+	// Settled: every ask at or below it is over (answered or given up),
+	// so a grant of such an id that the asker's slices do not show was
+	// never counted, and the coordinator stops counting it.
+	settled := id - 1
+	for other := range e.pending {
+		settled = min(settled, other-1)
+	}
+	e.pending[id] = pendingAsk{to: to, key: ask.Key, limits: slices.Clone(ask.Limits)}
+	e.askMu.Unlock()
+	ask.Settled = settled
+	msg, err := encodeAsk(e.h, e.cfg.Self, now, id, ask)
+	if err != nil {
+		e.askMu.Lock()
+		delete(e.pending, id)
+		e.askMu.Unlock()
+		return Asked{}, err
+	}
+	e.Stats.AsksSent.Add(1)
+	if runnerUp {
+		e.Stats.AsksToRunnerUp.Add(1)
+	}
+	return Asked{ID: id, RunnerUp: runnerUp, Out: Outbound{To: to, Purpose: PurposeAsk, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}, nil
+}
+
+// AskExpired gives up on ask id at now: no answer came by the deadline,
+// or it could not be sent. It counts a miss against the coordinator asked
+// and returns the release to send it (ok false when the ask is not
+// pending: answered meanwhile, or given up already), so that a grant it
+// may have made, and this node did not count, stops counting at once. The
+// release is best effort: an unreleased grant expires anyway, and the
+// next ask's Settled tells the coordinator it was never counted.
+func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool, err error) {
+	e.askMu.Lock()
+	p, ok := e.pending[id]
+	delete(e.pending, id)
+	e.askMu.Unlock()
+	if !ok {
+		return Outbound{}, false, nil
+	}
+	e.Stats.AsksExpired.Add(1)
+	e.mu.Lock()
+	if pr := e.peers[p.to]; pr != nil {
+		pr.misses++
+	}
+	e.mu.Unlock()
+	msg, err := encodeRelease(e.h, e.cfg.Self, now, id, &counter.Ask{Key: p.key, Limits: p.limits})
+	if err != nil {
+		return Outbound{}, false, err
+	}
+	return Outbound{To: p.to, Purpose: PurposeRelease, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}, true, nil
+}
+
+// answered takes the pending ask an answer is for: it must come from the
+// node asked. It reports whether the answer is awaited.
+func (e *Engine) answered(a Answer) bool {
+	e.askMu.Lock()
+	defer e.askMu.Unlock()
+	p, ok := e.pending[a.ID]
+	if !ok || p.to != a.From {
+		return false
+	}
+	delete(e.pending, a.ID)
+	return true
+}
+
+// Pending returns the number of asks sent and neither answered nor given up.
+func (e *Engine) Pending() int {
+	e.askMu.Lock()
+	defer e.askMu.Unlock()
+	return len(e.pending)
+}
+
+// Coordinator returns the node this engine asks about key at now: the
+// key's rendezvous winner (CoordinatorOf) over this node and its up peers,
+// passing over a peer that missed its asks (failed over, see
+// Config.FailoverMisses) until it is heard from again. Nodes that see the
+// same members and the same misses agree. It is this node when every peer
+// placed above it is failed over, in which case Ask decides nothing.
+func (e *Engine) Coordinator(now time.Time, key string) string {
+	name, _ := e.coordinator(now, key)
+	return name
+}
+
+// coordinator returns the node to ask about key, and whether it is a
+// runner-up: a better placed peer was passed over for missing its asks.
+func (e *Engine) coordinator(now time.Time, key string) (string, bool) {
+	kh := fnv64(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	best, bestScore := e.cfg.Self, score(kh, e.selfHash)
+	top, topScore := best, bestScore // the winner, failed over or not
+	for name, p := range e.peers {
+		if !p.Up {
+			continue
+		}
+		s := score(kh, p.nameHash)
+		if beats(s, name, topScore, top) {
+			top, topScore = name, s
+		}
+		if beats(s, name, bestScore, best) && !e.failedOver(p, now) {
+			best, bestScore = name, s
+		}
+	}
+	return best, top != best
+}
+
+// failedOver reports whether peer p is passed over as a coordinator at
+// now: it missed FailoverMisses asks in a row, or it missed one and has
+// been silent (no message at all) for FailoverSilence. Any message from it
+// ends that (heard). Under e.mu.
+func (e *Engine) failedOver(p *peer, now time.Time) bool {
+	switch {
+	case p.misses == 0:
+		return false
+	case p.misses >= e.cfg.FailoverMisses:
+		return true
+	}
+	return now.Sub(p.LastMessage) >= e.cfg.FailoverSilence
+}
+
+// heard records a message from p at now: it is alive, so it is asked
+// again if it had been failed over. Under e.mu.
+func (p *peer) heard(now time.Time) {
+	p.LastMessage = now
+	p.misses = 0
+}
+
+// FailedOver returns the up peers currently passed over as coordinators,
+// sorted.
+func (e *Engine) FailedOver(now time.Time) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for name, p := range e.peers {
+		if p.Up && e.failedOver(p, now) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validateFailover checks the failover fields of c.
+func (c Config) validateFailover() error {
+	switch {
+	case c.FailoverMisses < 1:
+		return fmt.Errorf("%w: FailoverMisses must be at least 1, got %d", ErrInvalidConfig, c.FailoverMisses)
+	case c.FailoverSilence <= 0:
+		return fmt.Errorf("%w: FailoverSilence must be positive, got %v", ErrInvalidConfig, c.FailoverSilence)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// failoverCluster is a, k and r up to each other, and a key that a asks
+// k about, whose runner-up (the winner without k) is r.
+func failoverCluster(t *testing.T) (a, k, r *coordNode, key string) {
+	t.Helper()
+	a, k, r = newCoordNode(t, "a", 3), newCoordNode(t, "k", 3), newCoordNode(t, "r", 3)
+	up(t, 0, a.testNode, k.testNode, r.testNode)
+	for i := range 10_000 {
+		key = "key-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+		if CoordinatorOf(key, []string{"a", "k", "r"}) == "k" && CoordinatorOf(key, []string{"a", "r"}) == "r" {
+			return a, k, r, key
+		}
+	}
+	t.Fatal("no key coordinated by k with r for runner-up")
+	return
+}
+
+// miss makes one ask of key from a and gives it up at ms, returning where it went.
+func miss(t *testing.T, a *coordNode, ms int64, key string) Asked {
+	t.Helper()
+	asked, _ := a.ask(t, at(ms), key)
+	if _, ok, err := a.e.AskExpired(at(ms+5), asked.ID); !ok || err != nil {
+		t.Fatalf("AskExpired: %v %v", ok, err)
+	}
+	return asked
+}
+
+// TestFailoverAfterMisses: a coordinator that misses FailoverMisses asks in
+// a row is passed over for the key's runner-up, and asked again as soon
+// as any message of its arrives.
+func TestFailoverAfterMisses(t *testing.T) {
+	a, k, _, key := failoverCluster(t)
+	ms := int64(100)
+	heard := func() { // a message from k: a heartbeat
+		t.Helper()
+		hb, err := k.e.heartbeat(at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliver(t, a.testNode, at(ms), hb)
+	}
+	heard()
+	other := a.keyFor(at(ms), "k") // another key of k's
+	misses := a.e.cfg.FailoverMisses
+	for i := range misses {
+		if got := miss(t, a, ms, key); got.Out.To != "k" || got.RunnerUp {
+			t.Fatalf("ask %d after %d misses went to %s (runner-up %v), want k", i+1, i, got.Out.To, got.RunnerUp)
+		}
+		ms += 10
+	}
+	asked, _ := a.ask(t, at(ms), key)
+	if asked.Out.To != "r" || !asked.RunnerUp {
+		t.Fatalf("after %d misses the ask went to %s (runner-up %v), want r", misses, asked.Out.To, asked.RunnerUp)
+	}
+	if got := a.e.FailedOver(at(ms)); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("FailedOver %v, want [k]", got)
+	}
+	if a.e.Stats.AsksToRunnerUp.Load() != 1 || a.e.Stats.AsksExpired.Load() != uint64(misses) {
+		t.Fatalf("stats: %d to the runner-up, %d expired", a.e.Stats.AsksToRunnerUp.Load(), a.e.Stats.AsksExpired.Load())
+	}
+	// Other keys of k are passed over too: k is silent, not the key.
+	if got := a.e.Coordinator(at(ms), other); got == "k" {
+		t.Fatalf("%s still goes to the silent k", other)
+	}
+	// k speaks: asked again.
+	ms += 10
+	heard()
+	if got := a.e.Coordinator(at(ms), key); got != "k" || len(a.e.FailedOver(at(ms))) != 0 {
+		t.Fatalf("after hearing from k the key goes to %s, failed over %v", got, a.e.FailedOver(at(ms)))
+	}
+	// An answer, even a late one, is a message: it ends the misses too.
+	for range misses - 1 {
+		miss(t, a, ms, key)
+	}
+	asked, _ = a.ask(t, at(ms), key)
+	rcv, err := k.receive(t, at(ms), asked.Out.Msgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.e.AskExpired(at(ms+5), asked.ID) // the answer comes after the deadline
+	if r, _ := a.receive(t, at(ms+6), rcv.Out[0].Msgs[0]); r.Answered {
+		t.Fatal("an answer after AskExpired was returned as awaited")
+	}
+	if got := a.e.Coordinator(at(ms+6), key); got != "k" {
+		t.Fatalf("after k's late answer the key goes to %s, want k", got)
+	}
+}
+
+// TestFailoverAfterSilence: a coordinator that missed one ask and has sent
+// nothing for FailoverSilence is passed over at once, so that a key whose
+// checks at the margin are rare does not wait on it FailoverMisses times;
+// a single miss of a coordinator heard from recently is not enough.
+func TestFailoverAfterSilence(t *testing.T) {
+	a, k, _, key := failoverCluster(t)
+	silence := a.e.cfg.FailoverSilence.Milliseconds()
+	hb, err := k.e.heartbeat(at(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, a.testNode, at(1000), hb)
+	miss(t, a, 1100, key)
+	for _, tc := range []struct {
+		ms   int64
+		want string
+	}{
+		{1000 + silence - 1, "k"}, // one miss, heard from within FailoverSilence
+		{1000 + silence, "r"},     // one miss and silent for FailoverSilence
+	} {
+		if got := a.e.Coordinator(at(tc.ms), key); got != tc.want {
+			t.Errorf("at %d ms the key goes to %s, want %s", tc.ms, got, tc.want)
+		}
+	}
+}
+
+// TestFailoverToSelf: when the asker itself is the runner-up, nothing is
+// sent and nothing decided: the caller decides alone with its budget.
+func TestFailoverToSelf(t *testing.T) {
+	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
+	up(t, 0, a.testNode, k.testNode)
+	key := a.keyFor(at(0), "k")
+	for range a.e.cfg.FailoverMisses {
+		miss(t, a, 10, key)
+	}
+	ask := new(counter.Ask)
+	a.c.PrepareAsk(at(20), key, 1, []counter.Limit{a.lim}, ask)
+	var res [1]counter.Result
+	asked, err := a.e.Ask(at(20), ask, res[:])
+	if err != nil || !asked.Alone || asked.Local || len(asked.Out.Msgs) != 0 || a.e.Stats.AsksAlone.Load() != 1 {
+		t.Fatalf("Ask: %+v %v, want it left to the budget", asked, err)
+	}
+}
+
+// TestAskSettled: Settled is the highest id at or below which no ask is
+// pending, so a coordinator never drops a grant the asker may still count.
+func TestAskSettled(t *testing.T) {
+	a, _, _, key := failoverCluster(t)
+	first, _ := a.ask(t, at(10), key)
+	second, ask := a.ask(t, at(11), key)
+	if ask.Settled != first.ID-1 {
+		t.Fatalf("with ask %d pending, Settled %d, want %d", first.ID, ask.Settled, first.ID-1)
+	}
+	a.e.AskExpired(at(12), first.ID)
+	a.e.AskExpired(at(12), second.ID)
+	third, ask := a.ask(t, at(13), key)
+	if ask.Settled != third.ID-1 || a.e.Pending() != 1 {
+		t.Fatalf("with none pending before it, Settled %d, want %d (%d pending)", ask.Settled, third.ID-1, a.e.Pending())
+	}
+}
+
+func TestFailoverConfigValidate(t *testing.T) {
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.FailoverMisses = 0 },
+		func(c *Config) { c.FailoverSilence = 0 },
+		func(c *Config) { c.FailoverSilence = -time.Second },
+	} {
+		c := DefaultConfig("a")
+		edit(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
