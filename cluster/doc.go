@@ -5,64 +5,12 @@
 //
 // # Pieces
 //
-// Engine (engine.go, codec.go) is the sync policy, pure and deterministic
-// in the style of etcd raft's RawNode: no goroutines, no clock reads, no
-// network, no memberlist. Events go in (Tick, Receive, PeerUp, PeerDown,
-// Forget, each with the time), messages come out ([]engine.Outbound: a peer, the
-// messages, whether over a stream, whether they may be spread). It turns a
-// counter.Counter's changes into msgpack messages and peers' messages into
-// merges. Counts are absolute per (limit, key, origin node, slice) and
-// merged by max, so a message lost, duplicated, reordered or re-sent never
-// over-counts. Node runs it over memberlist; limitsim runs it over a
-// simulated network and clock that own only latency, duplication, loss,
-// reordering and skew. The policy:
-//
-//   - Ticks fall on multiples of the counter's SyncInterval counted from
-//     the Unix epoch (Engine.NextTick; HS5: 200 ms), the same instants on
-//     every node: the per-node budget's bound assumes it. There is one
-//     sync interval, the counter's (counter.ClusterConfig), read at every
-//     call. Each tick sends the changes since the previous one to every
-//     up peer, directly, not through memberlist's broadcast queue: that
-//     queue piggybacks on gossip and carries a few KB/s per node at 8
-//     nodes, about 80 times less than the design load needs (roughly
-//     1,000 changed clients per node per tick).
-//   - Anti-entropy is scheduled in ticks: the tick of every
-//     ceil(AntiEntropyInterval / SyncInterval)-th slot (1 s: every fifth),
-//     or the first tick after it if that one was skipped. It re-sends this
-//     node's slices of the keys whose window is at least half full, where
-//     a lost datagram could change a decision, so such a loss is healed
-//     within that interval; with no such key it sends an empty message, a
-//     heartbeat that keeps the peers' view of it (last message age, clock
-//     offset, suspicion) current.
-//   - A peer that joins, or comes back after being declared dead
-//     (PeerUp), is sent all of this node's live slices and the ones it had
-//     sent us itself (catch-up, over a stream). Each process also greets
-//     every peer once with a hello, which the peer answers with the same
-//     state: so a node that restarts under its name learns back the counts
-//     it had sent before it died, even when the cluster had not noticed it
-//     was gone.
-//   - A peer that was silent for longer than the silence threshold (three
-//     anti-entropy intervals plus a sync interval: three missed
-//     heartbeats) is sent a catch-up when its next message arrives: it
-//     was cut off without anyone declaring it dead (a partition shorter
-//     than failure detection), so the deltas both ways were lost, and
-//     anti-entropy alone re-sends only keys past half their limit. It does
-//     the same on hearing from us, so both sides converge within an
-//     anti-entropy interval of the heal. (A cut in one direction only is
-//     seen by one side, which pushes its state but does not pull the
-//     other's: that side's counts of cool keys stay missing until they are
-//     hot or a membership change brings a catch-up.)
-//   - Catch-ups to one peer, for whatever reason, are at most one per
-//     RejoinInterval, so a flapping peer cannot cause a storm of full
-//     transfers; a hello from it (a new process) lifts that limit, and is
-//     itself answered at most once per RejoinInterval per peer. Full
-//     states to all peers together are at most MaxStateSends per
-//     RejoinInterval. A state that a new process is owed, or a catch-up
-//     held back by the total only, is not dropped: the first Tick the
-//     limits allow sends it.
-//   - PeerUp and PeerDown keep the set of up peers, give the counter the
-//     node count (counter.SetNodes) and report a change through
-//     engine.Config.OnNodesChanged.
+// The protocol is package cluster/engine's Engine: the sync policy
+// (aligned ticks, anti-entropy, catch-ups, hellos), coordination at the
+// margin with its failover, who is heard, clock skew and the wire format,
+// as a pure state machine that is told the time and returns the messages
+// to send. Read its package documentation for what the cluster does; this
+// package is how it runs over a real network.
 //
 // Node (node.go and the files next to it) is the memberlist adapter: it
 // keeps the memberlist cluster and the member table /cluster shows, runs
@@ -77,37 +25,26 @@
 //
 // # Coordination at the margin
 //
-// Every key has a coordinator: CoordinatorOf, rendezvous hashing of the
-// key over the names of this node and its up peers (Engine.Coordinator),
-// the same on every node that sees the same members, and a departure moves
-// only the departed node's keys. A check that the counter leaves to the
-// coordinator (counter.Decision.Coordinate: past the node's blind share,
-// see package counter) goes there as an ask (Engine.AskMessage: the key,
-// the limits, where the asker will count the hits, its newest slices); the
-// coordinator's Receive decides it (counter.Coordinate) and returns the
-// answer for the asker (engine.PurposeAnswer), whose Receive hands it to
-// engine.Config.OnAnswer. Node.Coordinate (the decision.Coordinator of a
-// cluster node) sends the ask as one memberlist datagram from the calling
-// goroutine, waits for the answer until the decision layer's deadline
-// (default 5 ms), and without an answer sends a release (so that a grant
-// the coordinator may have made stops counting at once) and returns the
-// context's error: the check is then decided alone with the budget. The
-// coordinator sends its answer at once from the goroutine that received
-// the ask, not behind the sync traffic queued for the asker. On this
-// machine's loopback a round trip takes about 41 µs at the median and 131
-// µs at the 99th percentile (BenchmarkCoordinateRoundTrip;
-// BENCHMARKS.md). A coordinator that dies is asked until memberlist
-// declares it dead (each ask costs the deadline and falls back), then its
-// keys move to their runner-up: measured 6.4 s from SIGKILL to the first
-// grant of a new coordinator on 8 processes (e2e
+// Node.Coordinate is a cluster node's decision.Coordinator. It starts the
+// check with engine.Engine.Ask (which picks the key's coordinator,
+// passing over one that missed its last asks), sends the ask as one
+// memberlist datagram from the calling goroutine, and waits for the
+// answer, which the engine returns from the Receive of memberlist's
+// delivery goroutine, until the decision layer's deadline (default 5 ms).
+// Without an answer it calls AskExpired, sends the release that returns
+// (so that a grant the coordinator may have made stops counting at once)
+// and returns the context's error: the check is then decided alone with
+// the budget. A check whose every better placed node was failed over goes
+// to the budget at once (ErrNoCoordinator). The coordinator sends its
+// answer at once from the goroutine that received the ask, not behind the
+// sync traffic queued for the asker. On this machine's loopback a round
+// trip takes about 41 µs at the median and 131 µs at the 99th percentile
+// (BenchmarkCoordinateRoundTrip; BENCHMARKS.md). A coordinator that goes
+// silent is passed over after three missed deadlines (package engine,
+// "Failover"); before failover existed, its keys waited the deadline on
+// every check until memberlist declared it dead (6.4 s from SIGKILL to the
+// first grant of a new coordinator on 8 processes, e2e
 // TestCoordinatedBurstsOverHTTP).
-//
-// Asks, answers and releases are memberlist user messages like the sync
-// kinds, so a gossip key encrypts and authenticates them and a label tags
-// them: a node without the key can neither ask nor answer. Their decoders
-// bound every field (key and names, at most counter.MaxLimitsPerCall
-// limits and 8 slices a limit) and drop a message whole otherwise
-// (FuzzDecodeCoordination).
 //
 // # Failure behaviour
 //
@@ -122,71 +59,10 @@
 // members. When the partition heals, the rejoin and the catch-up bring
 // both sides' counts together.
 //
-// Only members are heard: a message whose sender is not in the member
-// table (engine.Config.Members) is dropped before it is merged or answered,
-// and nothing of its sender is kept, so forged sender names cost neither
-// work nor memory. Without a gossip key a sender can still take a real
-// member's name; with one it cannot send at all. Then, before any work:
-//
-//   - A message sent more than MaxMessageAge (10 s) before it arrived, on
-//     its sender's clock, is stale and dropped (ErrStale); so are asks,
-//     answers and releases.
-//   - A hello, which costs a full state reply, is answered only if it was
-//     sent later than the last one answered from that sender: a captured
-//     hello replayed is dropped (ErrReplay). A forged new one costs what
-//     the rate limits above allow: one full state per peer per
-//     RejoinInterval.
-//   - An ask is decided once: its id is remembered for 10 s per asker.
-//   - A sync message carries its sender's slices and, in a catch-up, the
-//     receiver's own; a third node's are refused, and the counter refuses a
-//     slice of a key past what its origin's window can hold, so a forged
-//     message cannot make a key's slices grow.
-//
-// Foreign traffic: with Config.GossipKey all traffic is encrypted and
 // authenticated (AES-GCM) and with Config.Label tagged; memberlist drops a
-// packet or stream of another key or label before it reaches the Engine,
+// packet or stream of another key or label before it reaches the engine,
 // so a node of another cluster can neither join nor inject counts. Without
 // a key, anyone who can reach the port can; set one outside a lab.
-//
-// # Clock skew
-//
-// A slice's start is read on its origin's clock (package counter): a
-// peer whose clock is off by d has its slices counted for W - d or W + d
-// of ours. Up to Config.MaxClockOffset (default 1s, a sixtieth of a
-// minute's window) that is the price, and limiterd_cluster_clock_offset_seconds
-// shows it. Beyond it ahead, a node stops merging the slices of that
-// peer's own that its sync messages carry (deltas, anti-entropy, full
-// state), counts them in limiterd_sync_entries_total{result="skewed"}
-// and the messages in limiterd_sync_skewed_messages_total, answers the
-// peer's asks as unable to decide them (an ask carries the asker's
-// slices, which deciding would merge), and logs a warning naming the peer
-// and the offset at most once a minute per peer. The peer stays a live
-// member: its heartbeats, hellos and membership go on, it is sent
-// everything a peer is sent, it still counts among the nodes that share
-// tolerance and budget, and the clock offset metric keeps showing it; the
-// slices of this node's own that it sends back are merged, being on this
-// clock. The offset judged is the largest its messages showed over the
-// last one to two anti-entropy intervals, since a late message (a queue,
-// a long catch-up) looks behind but never ahead.
-//
-// Only a clock ahead is refused: a peer behind looks exactly like one
-// whose every message is late, which is what an overloaded node's are,
-// and refusing its counts would turn an overload into a partition. Every
-// skewed pair still has a side that sees the other ahead, which refuses:
-// the peers of a node ahead refuse its slices, and a node behind refuses
-// all of theirs. So the skewed node and the others count each other's
-// requests as across a partition, at least one way: each side decides on
-// its own counts (checks at the margin alone, with the budget), and a
-// client spread over both may get up to a limit from each, at most sides
-// × limit a window. That is the honest consequence: merging the slices instead
-// would shift each of them by d in our windows, letting up to d worth of
-// the peer's requests through early or keeping them d too long, with no
-// bound on d. When the offset is back under the limit, merging resumes by
-// itself (within two anti-entropy intervals), an info line says so, and
-// the side that resumes sends the other a hello, whose reply (under the limits of any
-// hello's) brings back the slices it refused meanwhile. limiterd's
-// -test-clock-offset shifts a node's whole clock (Config.Now and the
-// decisions' clock) to test this.
 //
 // # Transport: measured
 //
@@ -240,36 +116,6 @@
 // in allocation and more in the garbage collection it drove. This one reads
 // into one buffer and hands memberlist a copy of each datagram's size.
 //
-// # Wire format and versions
-//
-// Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
-// catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
-// answer, 'R' release) and a msgpack array whose first field is the
-// version: wireVersion, 1, for the sync kinds, and coordVersion, 2, for
-// the coordination kinds, which came with version 2. The bytes of each
-// kind are pinned by goldens under testdata/wire (go test -update rewrites
-// them), so that a change of the format is deliberate.
-//
-// A node of version 1 and one of version 2 still sync counts with each
-// other: the sync kinds did not change. The version 1 node drops asks,
-// answers and releases (unknown kinds, counted as decode errors), so the
-// keys it coordinates get no answers: checks at their margin wait the
-// deadline and fall back to the budget, with the budget's bound, until the
-// rolling upgrade is over; it never asks, and decides alone with the
-// budget. Keep the upgrade short.
-//
-// A receiver accepts only its own version and its known kinds: a message
-// of another version or an unknown kind is dropped whole and counted in
-// limiterd_sync_decode_errors_total, never half-applied. A mixed-version
-// cluster therefore stays one memberlist cluster (membership, /cluster,
-// and the node count every counter shares its tolerance and budget among
-// span both versions) but syncs counts only within each version: to each
-// group the other is as a partition that nobody declared, each group
-// deciding on its own counts, so a client spread over both may get up to
-// a limit from each. The decode-error metric rises on every node meanwhile.
-// A rolling upgrade across a version change is that state for its length:
-// keep it short, or make the new version also accept the old one.
-//
 // # Metrics
 //
 // New registers limiterd_cluster_members{state}, limiterd_cluster_events_total{event},
@@ -279,7 +125,9 @@
 // limiterd_sync_replayed_messages_total,
 // limiterd_sync_stale_messages_total, limiterd_sync_skewed_messages_total,
 // limiterd_sync_dropped_messages_total,
-// limiterd_sync_entries_total{result} and limiterd_cluster_clock_offset_seconds{peer}
+// limiterd_sync_entries_total{result}, limiterd_cluster_clock_offset_seconds{peer},
+// limiterd_coordinator_asks_total{to}, limiterd_coordinator_asks_expired_total,
+// limiterd_coordinator_skipped_total and limiterd_coordinator_failed_over_peers
 // on the registerer it is given. The per-peer series exist for the peers
 // that are alive or suspect and disappear with them.
 //
@@ -299,14 +147,8 @@
 // may be called from any goroutine while Run runs. Run must be called once;
 // every goroutine it starts has returned when it returns.
 //
-// An Engine is safe for concurrent use. Receive may run on many goroutines
-// at once (memberlist delivers on several): it locks only the peer table,
-// for a few map operations, while decoding uses pooled codec state and
-// merging the counter's shard locks, so receives are not serialized.
-// Ticks are serialized among themselves (one sync goroutine calls them in
-// practice) and run concurrently with receives; PeerUp, PeerDown and Forget
-// are meant for that same goroutine, so that membership changes and their
-// OnNodesChanged calls come in order. OnNodesChanged runs with no engine
-// lock held. The zero values of Node and Engine are not usable: build them
-// with New and NewEngine.
+// The engine behind a Node is safe for concurrent use (package engine,
+// "Concurrency"): memberlist delivers messages on several goroutines and
+// checks at the margin ask from their request goroutines. The zero Node
+// is not usable: build one with New.
 package cluster

@@ -12,6 +12,7 @@ type collector struct {
 	n *Node
 
 	members, health, messages, bytes, decodeErrors, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
+	asks, expired, alone, failedOver                                                                                                    *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -62,12 +63,24 @@ func newCollector(n *Node) *collector {
 		offset: prometheus.NewDesc("limiterd_cluster_clock_offset_seconds",
 			"Each live peer's clock minus this node's, estimated from its last message (one-way delay included). Skew shifts slice boundaries between nodes; see the counter's documentation.",
 			[]string{"peer"}, nil),
+		asks: prometheus.NewDesc("limiterd_coordinator_asks_total",
+			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node in rendezvous order because the coordinator missed its last asks (runner_up).",
+			[]string{"to"}, nil),
+		expired: prometheus.NewDesc("limiterd_coordinator_asks_expired_total",
+			"Asks this node gave up without an answer by the deadline (decided by the budget). Three in a row to one peer, or one after a second of its silence, fail it over.",
+			nil, nil),
+		alone: prometheus.NewDesc("limiterd_coordinator_skipped_total",
+			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks.",
+			nil, nil),
+		failedOver: prometheus.NewDesc("limiterd_coordinator_failed_over_peers",
+			"Live peers this node currently passes over as coordinators: they missed their last asks and have sent nothing since.",
+			nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver} {
 		ch <- d
 	}
 }
@@ -108,4 +121,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
 	counter(c.entries, s.EntriesRefused.Load(), "refused")
 	counter(c.entries, s.EntriesSkewed.Load(), "skewed")
+	counter(c.asks, s.AsksToCoordinator.Load(), "first")
+	counter(c.asks, s.AsksToRunnerUp.Load(), "runner_up")
+	counter(c.expired, s.AsksExpired.Load())
+	counter(c.alone, s.AsksAlone.Load())
+	ch <- prometheus.MustNewConstMetric(c.failedOver, prometheus.GaugeValue, float64(len(n.engine.FailedOver(n.now()))))
 }

@@ -132,10 +132,21 @@
 // the per-node budget (ClusterConfig.Budget): it admits at most floor +
 // remaining/N of a key that its peers may not know of yet, and the bound
 // is the budget's, L + N·f + N·T (f its floor; docs/blind-interval.md
-// derives it and its latency chain). During a change of membership the
-// old and the new coordinator each count their own grants, so for up to
-// the grants' lifetime the window may hold, besides the bound, the grants
-// the other one made.
+// derives it and its latency chain).
+//
+// Two coordinators at once: during a change of membership, or while some
+// nodes have failed a silent coordinator over to the key's runner-up and
+// others not yet (package cluster/engine, "Failover"), two nodes grant the
+// same key, each counting its own grants. A grant g at either fits its
+// count, C + h <= L, and what that count misses is what it missed above
+// (each node's U, at most b, and the tails) plus the other coordinator's
+// grants that no node had merged by g: grants of the last grant lifetime,
+// which the other made only while its own count, never over, had room, so
+// at most L. The window then holds at most 2L + N·b + N·T_node, and with
+// checks decided by the budget meanwhile at most the budget's bound plus L:
+// one limit more than without the second coordinator, and only until the
+// nodes agree again (their next message to each other). NFR2 is not
+// touched: every denial is still by a count that never over-counts.
 //
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not

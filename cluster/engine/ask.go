@@ -86,9 +86,10 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 		e.askMu.Unlock()
 		return Asked{}, err
 	}
-	e.Stats.AsksSent.Add(1)
 	if runnerUp {
 		e.Stats.AsksToRunnerUp.Add(1)
+	} else {
+		e.Stats.AsksToCoordinator.Add(1)
 	}
 	return Asked{ID: id, RunnerUp: runnerUp, Out: Outbound{To: to, Purpose: PurposeAsk, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}, nil
 }

@@ -300,9 +300,9 @@ type Stats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
-	AsksSent                        atomic.Uint64 // asks this node sent (Ask)
-	AsksExpired                     atomic.Uint64 // of which given up without an answer (AskExpired)
-	AsksToRunnerUp                  atomic.Uint64 // of which sent to a runner-up: the key's coordinator had missed its asks
+	AsksToCoordinator               atomic.Uint64 // asks this node sent to the key's coordinator (Ask)
+	AsksToRunnerUp                  atomic.Uint64 // asks sent to a runner-up instead: the key's coordinator had missed its asks
+	AsksExpired                     atomic.Uint64 // asks of either kind given up without an answer (AskExpired)
 	AsksAlone                       atomic.Uint64 // checks Ask left to the budget at once: every node above this one had missed its asks
 	Releases                        atomic.Uint64 // releases received
 	NotMember                       atomic.Uint64 // messages dropped: the sender is no member

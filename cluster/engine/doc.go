@@ -1,0 +1,241 @@
+// Package engine is limiterd's cluster protocol as a pure state machine,
+// in the style of etcd raft's RawNode: no goroutines, no clock reads, no
+// network and no membership library (TestEngineIsPure keeps it so).
+// Events go in, each with the time (Tick, Receive, PeerUp, PeerDown,
+// Forget, Ask, AskExpired), messages come out (Outbound: a peer, the
+// messages, whether over a stream, whether they may be spread; Received
+// for what a message brought back). It turns a counter.Counter's changes
+// into messages and peers' messages into merges, and carries the checks
+// at the margin to their coordinators. Counts are absolute per (limit,
+// key, origin node, slice) and merged by max, so a message lost,
+// duplicated, reordered or re-sent never over-counts. package cluster
+// runs it over memberlist (cluster.Node); limitsim and this package's
+// tests run it over a simulated network and clock that own only latency,
+// duplication, loss, reordering and skew. There is one implementation of
+// the protocol, here.
+//
+// # Sync
+//
+//   - Ticks fall on multiples of the counter's SyncInterval counted from
+//     the Unix epoch (Engine.NextTick; HS5: 200 ms), the same instants on
+//     every node: the per-node budget's bound assumes it. There is one
+//     sync interval, the counter's (counter.ClusterConfig), read at every
+//     call. Each tick sends the changes since the previous one to every
+//     up peer, directly, not through memberlist's broadcast queue: that
+//     queue piggybacks on gossip and carries a few KB/s per node at 8
+//     nodes, about 80 times less than the design load needs (roughly
+//     1,000 changed clients per node per tick).
+//   - Anti-entropy is scheduled in ticks: the tick of every
+//     ceil(AntiEntropyInterval / SyncInterval)-th slot (1 s: every fifth),
+//     or the first tick after it if that one was skipped. It re-sends this
+//     node's slices of the keys whose window is at least half full, where
+//     a lost datagram could change a decision, so such a loss is healed
+//     within that interval; with no such key it sends an empty message, a
+//     heartbeat that keeps the peers' view of it (last message age, clock
+//     offset, suspicion) current.
+//   - A peer that joins, or comes back after being declared dead
+//     (PeerUp), is sent all of this node's live slices and the ones it had
+//     sent us itself (catch-up, over a stream). Each process also greets
+//     every peer once with a hello, which the peer answers with the same
+//     state: so a node that restarts under its name learns back the counts
+//     it had sent before it died, even when the cluster had not noticed it
+//     was gone.
+//   - A peer that was silent for longer than the silence threshold (three
+//     anti-entropy intervals plus a sync interval: three missed
+//     heartbeats) is sent a catch-up when its next message arrives: it
+//     was cut off without anyone declaring it dead (a partition shorter
+//     than failure detection), so the deltas both ways were lost, and
+//     anti-entropy alone re-sends only keys past half their limit. It does
+//     the same on hearing from us, so both sides converge within an
+//     anti-entropy interval of the heal. (A cut in one direction only is
+//     seen by one side, which pushes its state but does not pull the
+//     other's: that side's counts of cool keys stay missing until they are
+//     hot or a membership change brings a catch-up.)
+//   - Catch-ups to one peer, for whatever reason, are at most one per
+//     RejoinInterval, so a flapping peer cannot cause a storm of full
+//     transfers; a hello from it (a new process) lifts that limit, and is
+//     itself answered at most once per RejoinInterval per peer. Full
+//     states to all peers together are at most MaxStateSends per
+//     RejoinInterval. A state that a new process is owed, or a catch-up
+//     held back by the total only, is not dropped: the first Tick the
+//     limits allow sends it.
+//   - PeerUp and PeerDown keep the set of up peers, give the counter the
+//     node count (counter.SetNodes) and report a change through
+//     Config.OnNodesChanged.
+//
+// # Coordination at the margin
+//
+// Every key has a coordinator: CoordinatorOf, rendezvous hashing of the
+// key over the names of this node and its up peers, the same on every
+// node that sees the same members, and a departure moves only the
+// departed node's keys. A check that the counter leaves to the
+// coordinator (counter.Decision.Coordinate: past the node's blind share,
+// see package counter) is started with Ask, after counter.PrepareAsk:
+//
+//   - When this node is the key's coordinator, Ask decides it at once
+//     (counter.Coordinate) and nothing is sent (Asked.Local).
+//   - Otherwise Ask gives the ask an id, sets its Settled watermark (the
+//     highest id at or below which none of this node's asks is pending,
+//     so that the coordinator stops counting a grant its asker never
+//     counted) and returns the message for the coordinator. The
+//     coordinator's Receive decides it (counter.Coordinate) and returns
+//     the answer for the asker (PurposeAnswer); the asker's Receive
+//     returns it in Received.Answer when the ask is still pending and the
+//     answer comes from the node asked, and drops any other.
+//   - Without an answer by the caller's deadline, AskExpired gives the ask
+//     up and returns the release for the coordinator (so that a grant it
+//     may have made stops counting at once); the caller decides alone,
+//     with the budget. Whichever of Receive and AskExpired comes first
+//     settles the ask: the other finds it gone.
+//
+// # Failover
+//
+// Each give-up counts a miss against the node asked; any message from it
+// (a delta, a heartbeat, an answer however late) clears its misses. A
+// peer with Config.FailoverMisses (3) misses, or with one miss and nothing
+// heard for Config.FailoverSilence (1 s; a live peer sends at least a
+// heartbeat every AntiEntropyInterval), is failed over: Ask passes it by
+// and asks the key's next node in rendezvous order (Asked.RunnerUp), until
+// it is heard from again. So a coordinator that goes silent (stopped,
+// overloaded past its deadline, cut off) costs each asking node at most
+// three deadlines, plus the asks already in flight beside them, or one
+// deadline if its keys are rarely at the margin; not the seconds until
+// memberlist declares it dead (e2e TestFaultCoordinatorStopped, with
+// SIGSTOP). An answer that comes late clears the misses, so a slow but
+// live coordinator is not failed over for its slowness: its checks wait
+// the deadline and fall back, as before.
+//
+// When every node placed above this one is failed over, Ask sends nothing
+// and decides nothing (Asked.Alone): the caller decides with the budget at
+// once. This node does not take the key on as its coordinator, because on
+// a network where every answer is late every node would, and each would
+// then admit up to the limit: a partition's bound instead of the budget's.
+//
+// While nodes differ on a key's coordinator (some fail over and others
+// do not yet, or a failed-over node speaks again and is asked again by
+// some first), two coordinators grant at once. Each decides on the merged
+// counts and its own grants, so what one misses of the other's is at most
+// the grants the other made within a grant's lifetime: the window holds
+// at most the coordinated bound plus one more limit, and the budget's
+// bound for the checks decided alone meanwhile (package counter,
+// "Coordination at the margin"). A stopped node makes no grants; the
+// window is at risk only from the moment it runs again until its peers'
+// views agree, which the next message of each to the other ends.
+//
+// Asks, answers and releases are memberlist user messages like the sync
+// kinds, so a gossip key encrypts and authenticates them and a label tags
+// them: a node without the key can neither ask nor answer. Their decoders
+// bound every field (key and names, at most counter.MaxLimitsPerCall
+// limits and 8 slices a limit) and drop a message whole otherwise
+// (FuzzDecodeCoordination).
+//
+// # Who is heard
+//
+// Only members are heard: a message whose sender is not in the member
+// table (Config.Members) is dropped before it is merged or answered,
+// and nothing of its sender is kept, so forged sender names cost neither
+// work nor memory. Without a gossip key a sender can still take a real
+// member's name; with one it cannot send at all. Then, before any work:
+//
+//   - A message sent more than MaxMessageAge (10 s) before it arrived, on
+//     its sender's clock, is stale and dropped (ErrStale); so are asks,
+//     answers and releases.
+//   - A hello, which costs a full state reply, is answered only if it was
+//     sent later than the last one answered from that sender: a captured
+//     hello replayed is dropped (ErrReplay). A forged new one costs what
+//     the rate limits above allow: one full state per peer per
+//     RejoinInterval.
+//   - An ask is decided once: its id is remembered for 10 s per asker.
+//   - A sync message carries its sender's slices and, in a catch-up, the
+//     receiver's own; a third node's are refused, and the counter refuses a
+//     slice of a key past what its origin's window can hold, so a forged
+//     message cannot make a key's slices grow.
+//
+// # Clock skew
+//
+// # Clock skew
+//
+// A slice's start is read on its origin's clock (package counter): a
+// peer whose clock is off by d has its slices counted for W - d or W + d
+// of ours. Up to Config.MaxClockOffset (default 1s, a sixtieth of a
+// minute's window) that is the price, and limiterd_cluster_clock_offset_seconds
+// shows it. Beyond it ahead, a node stops merging the slices of that
+// peer's own that its sync messages carry (deltas, anti-entropy, full
+// state), counts them in limiterd_sync_entries_total{result="skewed"}
+// and the messages in limiterd_sync_skewed_messages_total, answers the
+// peer's asks as unable to decide them (an ask carries the asker's
+// slices, which deciding would merge), and logs a warning naming the peer
+// and the offset at most once a minute per peer. The peer stays a live
+// member: its heartbeats, hellos and membership go on, it is sent
+// everything a peer is sent, it still counts among the nodes that share
+// tolerance and budget, and the clock offset metric keeps showing it; the
+// slices of this node's own that it sends back are merged, being on this
+// clock. The offset judged is the largest its messages showed over the
+// last one to two anti-entropy intervals, since a late message (a queue,
+// a long catch-up) looks behind but never ahead.
+//
+// Only a clock ahead is refused: a peer behind looks exactly like one
+// whose every message is late, which is what an overloaded node's are,
+// and refusing its counts would turn an overload into a partition. Every
+// skewed pair still has a side that sees the other ahead, which refuses:
+// the peers of a node ahead refuse its slices, and a node behind refuses
+// all of theirs. So the skewed node and the others count each other's
+// requests as across a partition, at least one way: each side decides on
+// its own counts (checks at the margin alone, with the budget), and a
+// client spread over both may get up to a limit from each, at most sides
+// × limit a window. That is the honest consequence: merging the slices instead
+// would shift each of them by d in our windows, letting up to d worth of
+// the peer's requests through early or keeping them d too long, with no
+// bound on d. When the offset is back under the limit, merging resumes by
+// itself (within two anti-entropy intervals), an info line says so, and
+// the side that resumes sends the other a hello, whose reply (under the limits of any
+// hello's) brings back the slices it refused meanwhile. limiterd's
+// -test-clock-offset shifts a node's whole clock (Config.Now and the
+// decisions' clock) to test this.
+//
+// # Wire format and versions
+//
+// # Wire format and versions
+//
+// Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
+// catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
+// answer, 'R' release) and a msgpack array whose first field is the
+// version: wireVersion, 1, for the sync kinds, and coordVersion, 2, for
+// the coordination kinds, which came with version 2. The bytes of each
+// kind are pinned by goldens under testdata/wire (go test -update rewrites
+// them), so that a change of the format is deliberate.
+//
+// A node of version 1 and one of version 2 still sync counts with each
+// other: the sync kinds did not change. The version 1 node drops asks,
+// answers and releases (unknown kinds, counted as decode errors), so the
+// keys it coordinates get no answers: checks at their margin wait the
+// deadline and fall back to the budget, with the budget's bound, until the
+// rolling upgrade is over; it never asks, and decides alone with the
+// budget. Keep the upgrade short.
+//
+// A receiver accepts only its own version and its known kinds: a message
+// of another version or an unknown kind is dropped whole and counted in
+// limiterd_sync_decode_errors_total, never half-applied. A mixed-version
+// cluster therefore stays one memberlist cluster (membership, /cluster,
+// and the node count every counter shares its tolerance and budget among
+// span both versions) but syncs counts only within each version: to each
+// group the other is as a partition that nobody declared, each group
+// deciding on its own counts, so a client spread over both may get up to
+// a limit from each. The decode-error metric rises on every node meanwhile.
+// A rolling upgrade across a version change is that state for its length:
+// keep it short, or make the new version also accept the old one.
+//
+// # Concurrency
+//
+// An Engine is safe for concurrent use. Receive may run on many goroutines
+// at once (memberlist delivers on several): it locks only the peer table,
+// for a few map operations, while decoding uses pooled codec state and
+// merging the counter's shard locks, so receives are not serialized.
+// Ticks are serialized among themselves (one sync goroutine calls them in
+// practice) and run concurrently with receives; PeerUp, PeerDown and Forget
+// are meant for that same goroutine, so that membership changes and their
+// OnNodesChanged calls come in order. OnNodesChanged runs with no engine
+// lock held. The zero Engine is not usable: build one with New.
+// Ask and AskExpired may be called from any goroutine (a node's checks at
+// the margin run on their request goroutines), concurrently with Receive.
+package engine
