@@ -354,7 +354,7 @@ func (r *reader) intSlow() (int64, error) {
 // as go-msgpack reads into an unsigned type of that range.
 func (r *reader) uint(max uint64) (uint64, error) {
 	if r.off < len(r.b) {
-		if c := r.b[r.off]; c <= mpPosFixIntMax { // a count, in practice
+		if c := r.b[r.off]; c <= mpPosFixIntMax && uint64(c) <= max { // a count, in practice
 			r.off++
 			return uint64(c), nil
 		}
