@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
@@ -64,27 +67,29 @@ func newHandle(maxInit int) *codec.MsgpackHandle {
 	return h
 }
 
-// wire is the reusable state of encoding and decoding messages: the codec's
-// encoder and decoder, their buffers, and the decoded message whose columns
-// the next decode fills again. An Engine pools them, so the sync path's
-// garbage is the messages it sends and the keys it decodes, not buffers
-// regrown for every message. A wire is used by one goroutine at a time.
+// wire is the reusable state of encoding and decoding sync messages: the
+// encoder's buffer and groups, and the decoded message whose columns the
+// next decode fills again. An Engine pools them, so the sync path's
+// garbage is the messages it sends, not buffers regrown for every message
+// nor a string per key. A wire is used by one goroutine at a time.
 type wire struct {
-	h       *codec.MsgpackHandle
-	enc     *codec.Encoder
-	dec     *codec.Decoder
-	body    []byte          // the encoder's output, before the kind byte
-	groups  []group         // being encoded
-	m       message         // last decoded
-	entries []counter.Entry // last decoded, flattened
+	body    []byte            // the message being encoded, kind byte first
+	groups  []group           // being encoded
+	m       message           // last decoded; its strings alias the message's bytes
+	entries []counter.Entry   // last decoded, flattened
+	names   map[string]string // senders' names, copied once (wire.decode)
 }
 
-func newWire(h *codec.MsgpackHandle) *wire {
-	w := &wire{h: h}
-	w.enc = codec.NewEncoderBytes(&w.body, h)
-	w.dec = codec.NewDecoderBytes(nil, h)
-	return w
+// newWire returns an empty wire. The sync kinds' codec is this package's
+// own (msgpack.go) and does not use h; the parameter stays so that the
+// callers shared with the coordination side keep one signature.
+func newWire(*codec.MsgpackHandle) *wire {
+	return &wire{}
 }
+
+// maxNames bounds a wire's copies of sender names: a cluster has a few
+// dozen members, and names forged by non-members must not grow it.
+const maxNames = 64
 
 // encodeEntries encodes entries into messages of kind with a fresh wire.
 func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
@@ -105,9 +110,15 @@ func decode(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (byte, message, 
 // group; a group that does not fit is split across messages. It sorts
 // entries in place.
 func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
-	slices.SortStableFunc(entries, func(a, b counter.Entry) int {
+	byGroup := func(a, b counter.Entry) int {
 		return cmp.Or(cmp.Compare(a.Limit, b.Limit), cmp.Compare(a.Origin, b.Origin))
-	})
+	}
+	// A tick's changes are this node's slices of one limit or a few, in
+	// order already: checking costs a compare an entry, a stable sort of
+	// equal elements many.
+	if !slices.IsSortedFunc(entries, byGroup) {
+		slices.SortStableFunc(entries, byGroup)
+	}
 	var out [][]byte
 	groups := w.groups[:0]
 	defer func() { w.groups = groups[:0] }()
@@ -174,21 +185,27 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 }
 
 // encode returns kind followed by m's encoding, in a slice of its own (the
-// transport keeps it until every peer's copy is sent).
+// transport keeps it until every peer's copy is sent). It cannot fail; the
+// error is kept for its callers, written when the codec could.
 func (w *wire) encode(kind byte, m message) ([]byte, error) {
-	w.body = w.body[:0] // the encoder writes from the start of its buffer
-	w.enc.ResetBytes(&w.body)
-	if err := w.enc.Encode(&m); err != nil {
-		return nil, fmt.Errorf("engine: encode: %w", err)
-	}
-	out := make([]byte, 1+len(w.body))
-	out[0] = kind
-	copy(out[1:], w.body)
-	return out, nil
+	w.body = appendMessage(append(w.body[:0], kind), &m)
+	return bytes.Clone(w.body), nil
 }
 
 // decode parses and checks one message into w.m, reusing its columns. It
-// never panics on any input. The message is valid until w's next decode.
+// never panics on any input. It reads exactly the message schema: arrays
+// of exactly the fields (a map, a short or a long array is refused; nil
+// stands for an empty column or group list, as a nil slice is encoded),
+// integers and strings in every msgpack width, nothing after the message.
+//
+// The strings of w.m (limits, origins, keys) alias b: they are valid while
+// b is unchanged and until w's next decode, and whoever keeps one must
+// copy it. Receive hands them to counter.Merge, which does not retain
+// them (counter.Entry), and w.release drops them before w goes back to
+// the pool, so the transport may reuse b once Receive returns
+// (TestReceiveKeepsNoBytes). The sender's name is the exception: Receive
+// keeps it (the peer table, Outbound.To), so it is a copy, made once per
+// name and wire.
 func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err error) {
 	if len(b) > lim.MaxMessageBytes {
 		return 0, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(b), lim.MaxMessageBytes)
@@ -200,50 +217,137 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 	if kind != kindDelta && kind != kindState && kind != kindHello {
 		return 0, nil, fmt.Errorf("%w: unknown kind %q", ErrMalformed, kind)
 	}
-	defer func() {
-		if r := recover(); r != nil { // the codec panics on some inputs; contain it
-			kind, m, err = 0, nil, fmt.Errorf("%w: %v", ErrMalformed, r)
-		}
-	}()
-	// The decoder fills what the input has and leaves the rest: a short
-	// array (or a map) would keep fields of the message decoded before,
-	// maybe another peer's. Zero every field, keeping only the columns'
-	// capacity for reuse (FuzzDecode found it).
+	r := reader{b: b, off: 1}
+	if err := r.tuple(4); err != nil {
+		return 0, nil, err
+	}
+	version, err := r.uint(math.MaxUint8)
+	if err != nil {
+		return 0, nil, err
+	}
+	if version != wireVersion {
+		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrMalformed, version, wireVersion)
+	}
+	from, err := r.str(lim.MaxNameBytes)
+	if err != nil {
+		return 0, nil, err
+	}
+	if from == "" {
+		return 0, nil, fmt.Errorf("%w: empty sender name", ErrMalformed)
+	}
+	sentMs, err := r.int()
+	if err != nil {
+		return 0, nil, err
+	}
+	ng, err := r.arrayLen()
+	if err != nil {
+		return 0, nil, err
+	}
 	m = &w.m
-	groups := m.Groups[:cap(m.Groups)]
-	for i := range groups {
-		g := &groups[i]
-		*g = group{Keys: g.Keys[:0], Starts: g.Starts[:0], Counts: g.Counts[:0]}
-	}
-	*m = message{Groups: groups[:0]}
-	w.dec.ResetBytes(b[1:])
-	if err := w.dec.Decode(m); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if m.Version != wireVersion {
-		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrMalformed, m.Version, wireVersion)
-	}
-	if m.From == "" || len(m.From) > lim.MaxNameBytes {
-		return 0, nil, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
-	}
+	groups := m.Groups[:0]
 	n := 0
-	for _, g := range m.Groups {
-		switch {
-		case len(g.Limit) == 0 || len(g.Limit) > lim.MaxNameBytes || len(g.Origin) == 0 || len(g.Origin) > lim.MaxNameBytes:
-			return 0, nil, fmt.Errorf("%w: limit or origin name out of bounds", ErrMalformed)
-		case len(g.Keys) != len(g.Starts) || len(g.Keys) != len(g.Counts):
-			return 0, nil, fmt.Errorf("%w: columns of %d keys, %d starts, %d counts", ErrMalformed, len(g.Keys), len(g.Starts), len(g.Counts))
+	for range ng {
+		if len(groups) < cap(groups) {
+			groups = groups[:len(groups)+1] // reuse the columns of an earlier message's group
+		} else {
+			groups = append(groups, group{})
 		}
-		for _, k := range g.Keys {
-			if k == "" || len(k) > lim.MaxKeyBytes {
-				return 0, nil, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(k))
-			}
+		g := &groups[len(groups)-1]
+		if err := r.tuple(5); err != nil {
+			return 0, nil, err
 		}
-		if n += len(g.Keys); n > lim.MaxEntries {
+		if g.Limit, err = r.str(lim.MaxNameBytes); err != nil {
+			return 0, nil, err
+		}
+		if g.Origin, err = r.str(lim.MaxNameBytes); err != nil {
+			return 0, nil, err
+		}
+		if g.Limit == "" || g.Origin == "" {
+			return 0, nil, fmt.Errorf("%w: empty limit or origin name", ErrMalformed)
+		}
+		nk, err := r.arrayLen()
+		if err != nil {
+			return 0, nil, err
+		}
+		nk = max(nk, 0) // nil: no keys
+		if n += nk; n > lim.MaxEntries {
 			return 0, nil, fmt.Errorf("%w: more than %d entries", ErrMalformed, lim.MaxEntries)
 		}
+		g.Keys = slices.Grow(g.Keys[:0], nk)[:nk]
+		for i := range g.Keys {
+			k, err := r.str(lim.MaxKeyBytes)
+			if err != nil {
+				return 0, nil, err
+			}
+			if k == "" {
+				return 0, nil, fmt.Errorf("%w: empty key", ErrMalformed)
+			}
+			g.Keys[i] = k
+		}
+		ns, err := r.arrayLen()
+		if err != nil {
+			return 0, nil, err
+		}
+		if ns = max(ns, 0); ns != nk {
+			return 0, nil, fmt.Errorf("%w: columns of %d keys and %d starts", ErrMalformed, nk, ns)
+		}
+		g.Starts = slices.Grow(g.Starts[:0], nk)[:nk]
+		for i := range g.Starts {
+			if g.Starts[i], err = r.int(); err != nil {
+				return 0, nil, err
+			}
+		}
+		nc, err := r.arrayLen()
+		if err != nil {
+			return 0, nil, err
+		}
+		if nc = max(nc, 0); nc != nk {
+			return 0, nil, fmt.Errorf("%w: columns of %d keys and %d counts", ErrMalformed, nk, nc)
+		}
+		g.Counts = slices.Grow(g.Counts[:0], nk)[:nk]
+		for i := range g.Counts {
+			c, err := r.uint(math.MaxUint32)
+			if err != nil {
+				return 0, nil, err
+			}
+			g.Counts[i] = uint32(c)
+		}
 	}
+	if r.off != len(b) {
+		return 0, nil, fmt.Errorf("%w: %d bytes after the message", ErrMalformed, len(b)-r.off)
+	}
+	m.Version, m.From, m.SentMs, m.Groups = uint8(version), w.name(from), sentMs, groups
 	return kind, m, nil
+}
+
+// name returns a copy of the sender name from, which aliases a message:
+// the same copy for the same name, so that a steady sender costs nothing.
+func (w *wire) name(from string) string {
+	if s, ok := w.names[from]; ok {
+		return s
+	}
+	if w.names == nil || len(w.names) >= maxNames {
+		w.names = make(map[string]string, 8)
+	}
+	s := strings.Clone(from)
+	w.names[s] = s
+	return s
+}
+
+// release drops w's references to the last decoded message's bytes (its
+// strings alias them: wire.decode), so that a wire waiting in the pool
+// keeps no transport buffer alive and nothing can read it once reused.
+// Every group up to the capacity: Receive may have cut some off
+// (dropOthers, dropOrigin), and they hold the message's strings too.
+func (w *wire) release() {
+	groups := w.m.Groups[:cap(w.m.Groups)]
+	for i := range groups {
+		g := &groups[i]
+		clear(g.Keys)
+		g.Limit, g.Origin = "", ""
+	}
+	clear(w.entries)
+	w.m.Groups = groups[:0]
 }
 
 // entries flattens a decoded message's groups.
@@ -278,4 +382,12 @@ func (m *message) dropOthers(a, b string) int {
 		return false
 	})
 	return n
+}
+
+// putDecoded returns a wire that decoded a message to the pool, without
+// its references to the message's bytes. A wire is reused after a decode
+// error too: each decode writes every field it returns.
+func (e *Engine) putDecoded(w *wire) {
+	w.release()
+	e.pool.Put(w)
 }

@@ -564,12 +564,14 @@ type Received struct {
 // receiveSync handles a sync message (delta, state, hello).
 func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbound, err error) {
 	w := e.pool.Get().(*wire)
+	// Then w keeps nothing of b, whose strings the decoded message
+	// aliases (wire.decode): the transport may reuse b once we return.
+	defer e.putDecoded(w)
 	kind, m, err := w.decode(b, e.cfg.Limits)
 	if err != nil {
 		e.Stats.DecodeErrors.Add(1)
-		return "", nil, err // w is dropped: the codec's state after an error is not trusted
+		return "", nil, err
 	}
-	defer e.pool.Put(w)
 	from = m.From
 	catchUp, reply, skewed, pull := false, false, false, false
 	if from != e.cfg.Self {
@@ -658,8 +660,7 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 		e.Stats.EntriesSkewed.Add(uint64(m.dropOrigin(from)))
 	}
 	w.entries = m.entries(w.entries[:0])
-	ms := e.c.Merge(now, w.entries)
-	clear(w.entries) // drop key references while w waits in the pool
+	ms := e.c.Merge(now, w.entries) // copies what it keeps (counter.Entry)
 	e.Stats.EntriesMerged.Add(uint64(ms.Merged))
 	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
 	e.Stats.EntriesRefused.Add(uint64(ms.Refused))

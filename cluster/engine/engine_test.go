@@ -237,8 +237,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("fresh wire: %v, reused wire: %v", err, errShared)
 		}
 		if err != nil {
-			shared = newWire(a.e.h) // as the Engine drops a wire after an error
-			return
+			return // the shared wire decodes on: the Engine reuses a wire after an error
 		}
 		if !slices.Equal(m.entries(nil), ms.entries(nil)) {
 			t.Fatal("a reused wire decodes other entries than a fresh one")

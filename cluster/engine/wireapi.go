@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/limiterd/limiterd/counter"
 )
@@ -30,6 +31,15 @@ func DecodeEntries(b []byte, lim DecodeLimits) (kind byte, from string, sentMs i
 	kind, m, err := decode(newHandle(1024), b, lim)
 	if err != nil {
 		return kind, "", 0, nil, err
+	}
+	// The decoded strings alias b (wire.decode); the caller's entries own
+	// theirs. One copy of each group's names serves all its entries.
+	for i := range m.Groups {
+		g := &m.Groups[i]
+		g.Limit, g.Origin = strings.Clone(g.Limit), strings.Clone(g.Origin)
+		for j := range g.Keys {
+			g.Keys[j] = strings.Clone(g.Keys[j])
+		}
 	}
 	return kind, m.From, m.SentMs, m.entries(nil), nil
 }

@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// A hand-written msgpack writer and reader for the sync messages' one
+// fixed schema (message and group, codec.go). The reflective codec cost
+// more than the merge it fed (a string allocated per key, reflection per
+// value); these write the very bytes it wrote and read every encoding a
+// conforming msgpack encoder can give these types, with bounds checks in
+// place of its panics. The goldens under testdata/wire pin the bytes, and
+// TestCodecMatchesMsgpack and FuzzDecodeMatchesMsgpack hold both sides to
+// go-msgpack, the oracle.
+
+// msgpack format bytes used here.
+const (
+	mpPosFixIntMax = 0x7f
+	mpFixArray     = 0x90 // | n, n < 16
+	mpFixStr       = 0xa0 // | n, n < 32
+	mpNil          = 0xc0
+	mpBin8         = 0xc4
+	mpBin16        = 0xc5
+	mpBin32        = 0xc6
+	mpUint8        = 0xcc
+	mpUint16       = 0xcd
+	mpUint32       = 0xce
+	mpUint64       = 0xcf
+	mpInt8         = 0xd0
+	mpInt16        = 0xd1
+	mpInt32        = 0xd2
+	mpInt64        = 0xd3
+	mpStr8         = 0xd9
+	mpStr16        = 0xda
+	mpStr32        = 0xdb
+	mpArray16      = 0xdc
+	mpArray32      = 0xdd
+	mpNegFixIntMin = 0xe0
+)
+
+// appendArrayLen appends an array header of n elements, in the shortest
+// form, as go-msgpack writes it.
+func appendArrayLen(b []byte, n int) []byte {
+	switch {
+	case n < 16:
+		return append(b, mpFixArray|byte(n))
+	case n < 1<<16:
+		return append(b, mpArray16, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, mpArray32), uint32(n))
+	}
+}
+
+// appendString appends s as go-msgpack writes a string without WriteExt
+// (the handle's default, with which the format was defined): the old
+// spec's raw, fixstr or str16/str32, never str8.
+func appendString(b []byte, s string) []byte {
+	switch n := len(s); {
+	case n < 32:
+		b = append(b, mpFixStr|byte(n))
+	case n < 1<<16:
+		b = append(b, mpStr16, byte(n>>8), byte(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, mpStr32), uint32(n))
+	}
+	return append(b, s...)
+}
+
+// appendInt appends i as go-msgpack writes a signed integer: a fixint, or
+// the shortest signed form (a positive value too: int16, not uint8).
+func appendInt(b []byte, i int64) []byte {
+	switch {
+	case i > math.MaxInt32:
+		return binary.BigEndian.AppendUint64(append(b, mpInt64), uint64(i))
+	case i > math.MaxInt16:
+		return binary.BigEndian.AppendUint32(append(b, mpInt32), uint32(i))
+	case i > math.MaxInt8:
+		return append(b, mpInt16, byte(i>>8), byte(i))
+	case i >= -32:
+		return append(b, byte(i))
+	case i >= math.MinInt8:
+		return append(b, mpInt8, byte(i))
+	case i >= math.MinInt16:
+		return append(b, mpInt16, byte(i>>8), byte(i))
+	case i >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, mpInt32), uint32(i))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, mpInt64), uint64(i))
+	}
+}
+
+// appendUint appends u as go-msgpack writes an unsigned integer.
+func appendUint(b []byte, u uint64) []byte {
+	switch {
+	case u <= mpPosFixIntMax:
+		return append(b, byte(u))
+	case u <= math.MaxUint8:
+		return append(b, mpUint8, byte(u))
+	case u <= math.MaxUint16:
+		return append(b, mpUint16, byte(u>>8), byte(u))
+	case u <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, mpUint32), uint32(u))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, mpUint64), u)
+	}
+}
+
+// appendMessage appends m's body (what follows the kind byte): the array
+// [version, from, sentMs, groups], a group the array [limit, origin,
+// keys, starts, counts]. A nil slice is msgpack nil, as go-msgpack writes
+// it (a hello's and a heartbeat's groups).
+func appendMessage(b []byte, m *message) []byte {
+	b = append(b, mpFixArray|4)
+	b = appendUint(b, uint64(m.Version))
+	b = appendString(b, m.From)
+	b = appendInt(b, m.SentMs)
+	if m.Groups == nil {
+		return append(b, mpNil)
+	}
+	b = appendArrayLen(b, len(m.Groups))
+	for i := range m.Groups {
+		g := &m.Groups[i]
+		b = append(b, mpFixArray|5)
+		b = appendString(b, g.Limit)
+		b = appendString(b, g.Origin)
+		if g.Keys == nil {
+			b = append(b, mpNil)
+		} else {
+			b = appendArrayLen(b, len(g.Keys))
+			for _, k := range g.Keys {
+				b = appendString(b, k)
+			}
+		}
+		if g.Starts == nil {
+			b = append(b, mpNil)
+		} else {
+			b = appendArrayLen(b, len(g.Starts))
+			for _, s := range g.Starts {
+				b = appendInt(b, s)
+			}
+		}
+		if g.Counts == nil {
+			b = append(b, mpNil)
+		} else {
+			b = appendArrayLen(b, len(g.Counts))
+			for _, c := range g.Counts {
+				b = appendUint(b, uint64(c))
+			}
+		}
+	}
+	return b
+}
+
+// reader reads msgpack values from b at off. Every method checks bounds
+// and returns an error rather than panic; after an error the reader is
+// not used again.
+type reader struct {
+	b   []byte
+	off int
+}
+
+func (r *reader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: "+format, append([]any{ErrMalformed, r.off + 1}, args...)...)
+}
+
+// next returns the n bytes at off and moves past them.
+func (r *reader) next(n int) ([]byte, error) {
+	if n < 0 || n > len(r.b)-r.off {
+		return nil, r.errorf("%d bytes wanted, %d left", n, len(r.b)-r.off)
+	}
+	p := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return p, nil
+}
+
+// arrayLen reads an array header (fixarray, array16 or array32) or nil,
+// which a conforming encoder writes for a nil slice: nil reports -1. Each
+// element takes a byte at least, so a length beyond the bytes left is
+// refused before anything is allocated for it.
+func (r *reader) arrayLen() (int, error) {
+	if r.off >= len(r.b) {
+		return 0, r.errorf("array expected, end of message")
+	}
+	c := r.b[r.off]
+	r.off++
+	var n int
+	switch {
+	case c&0xf0 == mpFixArray:
+		n = int(c & 0x0f)
+	case c == mpArray16:
+		p, err := r.next(2)
+		if err != nil {
+			return 0, err
+		}
+		n = int(binary.BigEndian.Uint16(p))
+	case c == mpArray32:
+		p, err := r.next(4)
+		if err != nil {
+			return 0, err
+		}
+		n = int(binary.BigEndian.Uint32(p))
+	case c == mpNil:
+		return -1, nil
+	default:
+		return 0, r.errorf("array expected, format byte 0x%02x", c)
+	}
+	if n > len(r.b)-r.off {
+		return 0, r.errorf("array of %d elements in %d bytes", n, len(r.b)-r.off)
+	}
+	return n, nil
+}
+
+// tuple reads the array header of a struct of n fields: exactly n, as
+// this package and go-msgpack write them. A short array (whose missing
+// fields go-msgpack would leave as they were), a longer one, a map or nil
+// is refused.
+func (r *reader) tuple(n int) error {
+	if r.off < len(r.b) && r.b[r.off] == mpFixArray|byte(n) {
+		r.off++ // the only form this package writes
+		return nil
+	}
+	at := r.off
+	got, err := r.arrayLen()
+	if err != nil {
+		return err
+	}
+	if got != n {
+		r.off = at
+		return r.errorf("array of %d fields expected, got %d (-1: nil)", n, got)
+	}
+	return nil
+}
+
+// str reads a string of at most max bytes (str or bin in any width, as
+// go-msgpack reads into a string with RawToString) as a string over r.b:
+// it aliases the message and is valid only while the message's bytes are
+// (see wire.decode). Nil reads as "", which every caller refuses.
+func (r *reader) str(max int) (string, error) {
+	if r.off >= len(r.b) {
+		return "", r.errorf("string expected, end of message")
+	}
+	c := r.b[r.off]
+	r.off++
+	var n int
+	switch {
+	case c&0xe0 == mpFixStr:
+		n = int(c & 0x1f)
+	case c == mpStr8 || c == mpBin8:
+		if r.off >= len(r.b) {
+			return "", r.errorf("string length expected, end of message")
+		}
+		n = int(r.b[r.off])
+		r.off++
+	case c == mpStr16 || c == mpBin16:
+		p, err := r.next(2)
+		if err != nil {
+			return "", err
+		}
+		n = int(binary.BigEndian.Uint16(p))
+	case c == mpStr32 || c == mpBin32:
+		p, err := r.next(4)
+		if err != nil {
+			return "", err
+		}
+		n = int(binary.BigEndian.Uint32(p))
+	case c == mpNil:
+		return "", nil
+	default:
+		return "", r.errorf("string expected, format byte 0x%02x", c)
+	}
+	if n > max {
+		return "", r.errorf("string of %d bytes, more than %d", n, max)
+	}
+	if n > len(r.b)-r.off {
+		return "", r.errorf("string of %d bytes in %d", n, len(r.b)-r.off)
+	}
+	if n == 0 {
+		return "", nil
+	}
+	s := unsafe.String(&r.b[r.off], n)
+	r.off += n
+	return s, nil
+}
+
+// int reads an integer in any msgpack form, signed or unsigned, whose
+// value fits an int64. Go-msgpack would wrap a uint64 beyond it around to
+// a negative value; no conforming encoder writes one for an int64.
+func (r *reader) int() (int64, error) {
+	if r.off >= len(r.b) {
+		return 0, r.errorf("integer expected, end of message")
+	}
+	c := r.b[r.off]
+	if c <= mpPosFixIntMax || c >= mpNegFixIntMin {
+		r.off++
+		return int64(int8(c)), nil
+	}
+	if c == mpInt64 && len(r.b)-r.off >= 9 { // a start, in practice
+		v := int64(binary.BigEndian.Uint64(r.b[r.off+1:]))
+		r.off += 9
+		return v, nil
+	}
+	return r.intSlow()
+}
+
+func (r *reader) intSlow() (int64, error) {
+	c := r.b[r.off]
+	size := 0
+	switch c {
+	case mpUint8, mpInt8:
+		size = 1
+	case mpUint16, mpInt16:
+		size = 2
+	case mpUint32, mpInt32:
+		size = 4
+	case mpUint64, mpInt64:
+		size = 8
+	default:
+		return 0, r.errorf("integer expected, format byte 0x%02x", c)
+	}
+	r.off++
+	p, err := r.next(size)
+	if err != nil {
+		return 0, err
+	}
+	switch c {
+	case mpUint8:
+		return int64(p[0]), nil
+	case mpInt8:
+		return int64(int8(p[0])), nil
+	case mpUint16:
+		return int64(binary.BigEndian.Uint16(p)), nil
+	case mpInt16:
+		return int64(int16(binary.BigEndian.Uint16(p))), nil
+	case mpUint32:
+		return int64(binary.BigEndian.Uint32(p)), nil
+	case mpInt32:
+		return int64(int32(binary.BigEndian.Uint32(p))), nil
+	case mpUint64:
+		u := binary.BigEndian.Uint64(p)
+		if u > math.MaxInt64 {
+			r.off -= 9
+			return 0, r.errorf("integer %d overflows an int64", u)
+		}
+		return int64(u), nil
+	default: // mpInt64
+		return int64(binary.BigEndian.Uint64(p)), nil
+	}
+}
+
+// uint reads an integer in any msgpack form whose value is in [0, max],
+// as go-msgpack reads into an unsigned type of that range.
+func (r *reader) uint(max uint64) (uint64, error) {
+	if r.off < len(r.b) {
+		if c := r.b[r.off]; c <= mpPosFixIntMax && uint64(c) <= max { // a count, in practice
+			r.off++
+			return uint64(c), nil
+		}
+	}
+	at := r.off
+	if r.off < len(r.b) && r.b[r.off] == mpUint64 {
+		// An int64 cannot hold all of them: read it as it is.
+		r.off++
+		p, err := r.next(8)
+		if err != nil {
+			return 0, err
+		}
+		if u := binary.BigEndian.Uint64(p); u <= max {
+			return u, nil
+		}
+		r.off = at
+		return 0, r.errorf("integer out of [0, %d]", max)
+	}
+	v, err := r.int()
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 || uint64(v) > max {
+		r.off = at
+		return 0, r.errorf("integer %d out of [0, %d]", v, max)
+	}
+	return uint64(v), nil
+}

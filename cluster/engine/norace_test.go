@@ -1,0 +1,6 @@
+//go:build !race
+
+package engine
+
+// raceEnabled: built with -race (see race_test.go).
+const raceEnabled = false
