@@ -89,6 +89,10 @@ type Result struct {
 	// Reset is the time until every request now counted has left the window,
 	// i.e. until the full limit is available again.
 	Reset time.Duration
+	// Lease is, in a coordinator's answer that allowed the check, the hits
+	// of the key lent to the asker to decide locally (Coordinate, Grant;
+	// see ClusterConfig.LeaseShare). 0 elsewhere.
+	Lease int64
 }
 
 // Decision is the outcome of one Allow call over all of its limits.

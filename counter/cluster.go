@@ -51,11 +51,23 @@ type ClusterConfig struct {
 	// the fallback (AllowFallback) for when the coordinator cannot be
 	// reached. Default true.
 	Coordinated bool
+	// LeaseShare is the part of each key's blind pool (the tolerance left
+	// after the slices' tails: Tolerance·L − N·T) that the key's
+	// coordinator lends out as leases instead of splitting it evenly as
+	// blind shares: a node that keeps asking about a key is lent up to
+	// floor(LeaseShare·pool) hits of it, minus what other nodes hold, to
+	// decide locally for LeaseTime (lease.go). The blind share is what is
+	// left, split among the nodes. 0: no leases. Default 0.75.
+	LeaseShare float64
+	// LeaseTime is how long a node may decide a key locally on a lease
+	// from its coordinator, counted from the check that asked for it.
+	// Default 1s. Must be positive when LeaseShare is.
+	LeaseTime time.Duration
 }
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with.
 func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5, Coordinated: true}
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5, Coordinated: true, LeaseShare: 0.75, LeaseTime: time.Second}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
@@ -75,6 +87,10 @@ func (cc ClusterConfig) Validate() error {
 		return fmt.Errorf("%w: cluster TailShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.TailShare)
 	case !(cc.HotShare >= 0 && cc.HotShare <= 1):
 		return fmt.Errorf("%w: cluster HotShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.HotShare)
+	case !(cc.LeaseShare >= 0 && cc.LeaseShare <= 1):
+		return fmt.Errorf("%w: cluster LeaseShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.LeaseShare)
+	case cc.LeaseShare > 0 && (cc.LeaseTime <= 0 || cc.LeaseTime > MaxWindow):
+		return fmt.Errorf("%w: cluster LeaseTime must be positive (and at most %v) when LeaseShare is, got %v", ErrInvalidConfig, MaxWindow, cc.LeaseTime)
 	}
 	return nil
 }
@@ -135,13 +151,28 @@ func (cs *clusterState) coordinated() bool {
 	return cs != nil && cs.Coordinated && cs.Nodes > 1
 }
 
+// pool is the part of the tolerance of a limit of max that the slices'
+// tails leave: what blind shares and leases share.
+func (cs *clusterState) pool(limit, tolPPM int64) int64 {
+	return max(0, limit*tolPPM/1e6-int64(cs.Nodes)*cs.maxTail(limit, tolPPM))
+}
+
+// leaseCap is the most hits of one key the coordinator lends out at once
+// (LeaseShare of the pool); 0 without coordination.
+func (cs *clusterState) leaseCap(max, tolPPM int64) int64 {
+	if !cs.coordinated() {
+		return 0
+	}
+	return int64(cs.LeaseShare * float64(cs.pool(max, tolPPM)))
+}
+
 // blind is a node's blind share of a limit of max: what it may admit of one
-// key that no other node knows of yet. All N nodes' blind admissions and
-// their slices' hidden tails (N·T) together stay within the tolerance:
-// N·blind + N·T <= Tolerance·max. Below that the coordinator decides.
+// key that no other node knows of yet. All N nodes' blind admissions, the
+// leases out and their slices' hidden tails (N·T) together stay within
+// the tolerance: N·blind + leases + N·T <= Tolerance·max. Below that the
+// coordinator decides.
 func (cs *clusterState) blind(max, tolPPM int64) int64 {
-	n := int64(cs.Nodes)
-	return (max*tolPPM/1e6 - n*cs.maxTail(max, tolPPM)) / n
+	return (cs.pool(max, tolPPM) - cs.leaseCap(max, tolPPM)) / int64(cs.Nodes)
 }
 
 // grantTTLMs is how long a coordinator counts a grant that the merged
@@ -184,7 +215,7 @@ func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
 	n := int64(cs.Nodes)
 	tail := n * cs.maxTail(max, c.tolPPM)
 	if cs.Coordinated {
-		return max + n*cs.blind(max, c.tolPPM) + tail
+		return max + n*cs.blind(max, c.tolPPM) + cs.leaseCap(max, c.tolPPM) + tail
 	}
 	if !cs.Budget {
 		return n*max + tail

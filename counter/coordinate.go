@@ -37,6 +37,10 @@ type Ask struct {
 	// never counted (its answer was lost and the asker decided alone), and
 	// the coordinator stops counting it.
 	Settled uint64
+	// Want is the lease the asker would like (ClusterConfig.LeaseShare):
+	// the hits of the key it expects to decide in LeaseTime at its
+	// current pace. 0: none.
+	Want int64
 }
 
 // Pred is where granted hits will be counted: the asker's slice starting
@@ -45,6 +49,11 @@ type Pred struct {
 	Start int64
 	After uint32
 }
+
+// maxAnswerDelay is the longest an asker waits for an answer (the
+// decision layer's deadline is at most a second): a lease is used from
+// the answer's arrival, so the coordinator counts it that much longer.
+const maxAnswerDelay = time.Second
 
 // maxAskEntries caps the slices an ask carries per limit: the newest
 // ones, which are those the coordinator may not have merged yet.
@@ -55,17 +64,27 @@ const maxAskEntries = 8
 func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit, ask *Ask) {
 	now := t.UnixMilli()
 	cs := c.cluster.Load()
-	ask.Key, ask.Hits = key, hits
+	ask.Key, ask.Hits, ask.Want = key, hits, 0
 	ask.Limits, ask.Preds, ask.Entries = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0]
 	self := c.Self()
 	s := c.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, l := range limits {
+	for i, l := range limits {
 		id := l.ID()
 		ask.Limits = append(ask.Limits, id)
+		// No lease is used while the ask is out: what the old one admitted
+		// is in the slices below, and the answer may bring a new one.
+		s.leases.drop(dirtyRef{slot: l.slot, key: key})
 		tab := s.table(l)
 		st, ok := tab.m[key]
+		if cs != nil {
+			pace := st // a copy: rolling it must not touch the stored state
+			pace.roll(c.tickNo.Load())
+			if w := cs.want(&pace, hits); i == 0 || w < ask.Want {
+				ask.Want = w
+			}
+		}
 		p := Pred{Start: now, After: uint32(hits)}
 		if !ok {
 			ask.Preds = append(ask.Preds, p)
@@ -186,14 +205,35 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	if cs != nil {
 		ttl = cs.grantTTLMs()
 	}
+	lease := ask.Want
 	for i, l := range ls {
 		p := ask.Preds[i]
-		s.coord.grant(dirtyRef{slot: l.slot, key: ask.Key}, grant{
+		ref := dirtyRef{slot: l.slot, key: ask.Key}
+		s.coord.grant(ref, grant{
 			origin: origin, id: id, start: p.Start, after: p.After, hits: uint32(ask.Hits), expires: now + ttl,
 		})
 		results[i].Remaining = max(l.max-results[i].Count-ask.Hits, 0)
 		if results[i].Reset == 0 {
 			results[i].Reset = l.Window()
+		}
+		if lease > 0 && cs != nil {
+			// What is left of the key's lease pool once the other nodes'
+			// leases are out, and no more than the window has room for.
+			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.leases.out(ref, origin, now), results[i].Remaining)
+		}
+	}
+	if lease > 0 {
+		if s.leases == nil {
+			s.leases = &leases{}
+		}
+		// Counted against the pool until the holder has stopped using it
+		// (LeaseTime after the answer reached it, at most maxAnswerDelay
+		// after now) and what it admitted has reached this node (a grant's
+		// lifetime).
+		expires := now + maxAnswerDelay.Milliseconds() + cs.LeaseTime.Milliseconds() + ttl
+		for i, l := range ls {
+			s.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), origin: origin})
+			results[i].Lease = lease
 		}
 	}
 	return d, nil
@@ -216,6 +256,7 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 			continue
 		}
 		s.coord.release(dirtyRef{slot: slot, key: key}, origin, id)
+		s.leases.unlend(dirtyRef{slot: slot, key: key}, origin, id)
 	}
 }
 

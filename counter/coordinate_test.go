@@ -30,6 +30,14 @@ type coordCluster struct {
 	ids     uint64
 	rng     *rand.Rand
 	loss    float64 // share of answers lost
+	dup     bool    // every sync message is delivered twice
+	// deadAt[i] > 0: node i dies then (it sends and hears nothing more,
+	// and its clients go to the next node), with whatever leases it holds
+	deadAt []int64
+	// lostAtDeath counts what a dead node admitted after its last tick:
+	// requests nobody else ever learns of (a crash loses them), which the
+	// bound of a healthy cluster does not cover
+	lostAtDeath int64
 	// counts by how a request was decided
 	local, asked, fallback int
 	fallbackDenied         int
@@ -77,10 +85,16 @@ func (cl *coordCluster) advance(ms int64) {
 		}
 		if cl.next <= ms && (fi < 0 || cl.next <= cl.flights[fi].at) {
 			for i, c := range cl.nodes {
+				if cl.dead(i, cl.next) {
+					continue
+				}
 				es := c.AppendChanges(nil, at(cl.next))
 				for j := range cl.nodes {
 					if j != i && len(es) > 0 {
 						cl.flights = append(cl.flights, flight{at: cl.next + cl.latMs, to: j, entries: es})
+						if cl.dup {
+							cl.flights = append(cl.flights, flight{at: cl.next + cl.latMs + 1, to: j, entries: es})
+						}
 					}
 				}
 			}
@@ -92,14 +106,32 @@ func (cl *coordCluster) advance(ms int64) {
 		}
 		f := cl.flights[fi]
 		cl.flights = append(cl.flights[:fi], cl.flights[fi+1:]...)
-		cl.nodes[f.to].Merge(at(f.at), f.entries)
+		if !cl.dead(f.to, f.at) {
+			cl.nodes[f.to].Merge(at(f.at), f.entries)
+		}
 	}
+}
+
+// dead reports whether node i is dead at ms.
+func (cl *coordCluster) dead(i int, ms int64) bool {
+	return i < len(cl.deadAt) && cl.deadAt[i] > 0 && ms >= cl.deadAt[i]
 }
 
 // check decides one request of hits at node i at ms, as the cluster layer
 // does: locally, or through the coordinator, or by the fallback.
 func (cl *coordCluster) check(ms int64, i int, key string, hits int64) (allowed, exact bool) {
 	cl.advance(ms)
+	for n := 0; cl.dead(i, ms) && n < len(cl.nodes); n++ {
+		i = (i + 1) % len(cl.nodes) // its clients go elsewhere
+	}
+	defer func() {
+		if allowed && i < len(cl.deadAt) && cl.deadAt[i] > 0 {
+			lastTick := (cl.deadAt[i] - 1) / cl.syncMs * cl.syncMs
+			if ms >= lastTick {
+				cl.lostAtDeath += hits
+			}
+		}
+	}()
 	c, lim := cl.nodes[i], []Limit{cl.lims[i]}
 	var res [1]Result
 	d, err := c.Allow(at(ms), key, hits, lim, res[:])
@@ -112,6 +144,9 @@ func (cl *coordCluster) check(ms int64, i int, key string, hits int64) (allowed,
 	}
 	cl.asked++
 	k := cl.coordinatorOf(key)
+	for n := 0; cl.dead(k, ms) && n < len(cl.nodes); n++ {
+		k = (k + 1) % len(cl.nodes) // declared dead: the runner-up coordinates
+	}
 	var ask Ask
 	c.PrepareAsk(at(ms), key, hits, lim, &ask)
 	cl.ids++
@@ -233,7 +268,8 @@ func burst(start int64, nodes int, spanMs int64, n int) []nodeArrival {
 
 // TestCoordinatedPropertyAgainstOracle throws random and adversarial
 // multi-node patterns at coordinated clusters, with delta latency up to the
-// grace: no exact denial is ever false (NFR2) and no window ever holds more
+// grace, duplicated sync messages, and a node (a lease holder, often) that
+// dies: no exact denial is ever false (NFR2) and no window ever holds more
 // than the bound, itself within 1.1x (NFR1). With answers lost, the
 // fallback's denials are not exact (it is the budget), but the others stay
 // exact: a grant whose answer was lost is released or expires, never
@@ -257,16 +293,28 @@ func TestCoordinatedPropertyAgainstOracle(t *testing.T) {
 		nodes := []int{2, 3, 8}[rng.IntN(3)]
 		lat := []int64{0, 1, 5, 50}[rng.IntN(4)]
 		loss := []float64{0, 0, 0.05}[rng.IntN(3)]
+		dup := rng.IntN(2) == 0
 		arr := randomPattern(rng, nodes, lp.limit, lp.window.Milliseconds())
-		name := fmt.Sprintf("run%d/L=%d/W=%v/N=%d/lat=%dms/loss=%v", run, lp.limit, lp.window, nodes, lat, loss)
+		// A lease holder that dies: one node (not the coordinator, whose
+		// death moves the key) stops at a random instant, with whatever
+		// leases it holds stranded.
+		var deadAt []int64
+		if rng.IntN(2) == 0 && len(arr) > 0 {
+			deadAt = make([]int64, nodes)
+			deadAt[rng.IntN(nodes)] = 1 + rng.Int64N(arr[len(arr)-1].t+1)
+		}
+		name := fmt.Sprintf("run%d/L=%d/W=%v/N=%d/lat=%dms/loss=%v/dup=%v/dies=%v", run, lp.limit, lp.window, nodes, lat, loss, dup, deadAt != nil)
 		t.Run(name, func(t *testing.T) {
 			cl := newCoordCluster(t, nodes, lp.limit, lp.window, lp.slices, uint64(run))
-			cl.latMs, cl.loss = lat, loss
+			cl.latMs, cl.loss, cl.dup, cl.deadAt = lat, loss, dup, deadAt
+			if k := cl.coordinatorOf("k"); deadAt != nil && deadAt[k] > 0 {
+				deadAt[(k+1)%nodes], deadAt[k] = deadAt[k], 0
+			}
 			o, _, _ := cl.run("k", lp.limit, lp.window.Milliseconds(), arr)
 			bound := cl.nodes[0].WorstCase(lp.limit, lp.window)
 			got := o.maxInAnyWindow(lp.window.Milliseconds())
-			if loss == 0 && (got > bound || float64(got) > 1.1*float64(lp.limit)) {
-				t.Errorf("%d in one window, bound %d, 1.1x = %v", got, bound, 1.1*float64(lp.limit))
+			if loss == 0 && (got > bound+cl.lostAtDeath || float64(got-cl.lostAtDeath) > 1.1*float64(lp.limit)) {
+				t.Errorf("%d in one window, bound %d, 1.1x = %v, and %d admitted by the dying node after its last tick", got, bound, 1.1*float64(lp.limit), cl.lostAtDeath)
 			}
 		})
 	}

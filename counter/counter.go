@@ -56,15 +56,15 @@ func (li limitInfo) perOrigin() int {
 // live in the same shard, so one lock makes a multi-limit check atomic.
 type shard struct {
 	mu        sync.Mutex
-	tables    []table         // indexed by Limit.slot
-	keys      int             // entries over all tables
-	lastSweep int64           // unix ms of the last capacity-driven sweep
-	dirty     []dirtyRef      // keys with local changes not yet collected (cluster mode)
-	hot       hotSet          // keys that reached HotShare of a limit (cluster mode)
-	restored  []dirtyRef      // keys whose own slices a peer gave back: sent on at the next AppendChanges
-	coord     *coordState     // grants and remembered denials (coordinated cluster), nil until first used
-	cap       int             // this shard's share of MaxKeys: the shares add up to MaxKeys exactly
-	_         [128 - 120]byte // 128 bytes a shard: neighbours never share a cache line
+	tables    []table     // indexed by Limit.slot
+	keys      int         // entries over all tables
+	lastSweep int64       // unix ms of the last capacity-driven sweep
+	dirty     []dirtyRef  // keys with local changes not yet collected (cluster mode)
+	hot       hotSet      // keys that reached HotShare of a limit (cluster mode)
+	restored  []dirtyRef  // keys whose own slices a peer gave back: sent on at the next AppendChanges
+	coord     *coordState // grants and remembered denials (coordinated cluster), nil until first used
+	leases    *leases     // leases held and lent (lease.go), nil until first used
+	cap       int         // this shard's share of MaxKeys: the shares add up to MaxKeys exactly
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.
@@ -192,7 +192,39 @@ func (c *Counter) AllowFallback(t time.Time, key string, hits int64, limits []Li
 // coordinator decided on a view that includes this node's slices as the
 // ask carried them. results get the local view after the hits.
 func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
-	return c.allow(t, key, hits, limits, results, modeGrant)
+	// The lease the answer lent, if every limit has one (Result.Lease):
+	// allow overwrites results.
+	var lease int64
+	for i := range limits {
+		if i >= len(results) || results[i].Lease <= 0 {
+			lease = 0
+			break
+		}
+		if i == 0 || results[i].Lease < lease {
+			lease = results[i].Lease
+		}
+	}
+	d, err := c.allow(t, key, hits, limits, results, modeGrant)
+	if err != nil || lease == 0 {
+		return d, err
+	}
+	cs := c.cluster.Load()
+	if !cs.coordinated() || cs.LeaseShare == 0 {
+		return d, nil
+	}
+	s := c.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leases == nil {
+		s.leases = &leases{}
+	}
+	// Until LeaseTime after this instant, the answer's: the coordinator
+	// counts the lease for LeaseTime and a grant's lifetime after it took
+	// the ask, which came before.
+	for _, l := range limits {
+		s.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds())
+	}
+	return d, nil
 }
 
 // mode selects how allow decides a request that fits the window.
@@ -230,6 +262,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		states [MaxLimitsPerCall]state
 		found  [MaxLimitsPerCall]bool
 		dirty  [MaxLimitsPerCall]bool
+		leased [MaxLimitsPerCall]bool
 		at     [MaxLimitsPerCall]int64
 	)
 	d := Decision{Allowed: true}
@@ -275,7 +308,13 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 				continue
 			}
 			if unacked+hits > cs.blind(l.max, c.tolPPM) {
-				d.Coordinate = true
+				// Past the blind share: a lease from the coordinator, or
+				// the coordinator itself.
+				if s.leases.take(dirtyRef{slot: l.slot, key: key}, at[i], hits) {
+					leased[i] = true
+				} else {
+					d.Coordinate = true
+				}
 			}
 		}
 		budgeted := m == modeFallback || m == modeAuto && !coordinated
@@ -317,6 +356,9 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			c.untracked.Add(1)
 			results[i].Remaining = l.max - hits
 			continue
+		}
+		if leased[i] {
+			s.leases.use(dirtyRef{slot: l.slot, key: key}, hits)
 		}
 		st := &states[i]
 		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))

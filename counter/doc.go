@@ -88,20 +88,52 @@
 //   - else, if j's unacknowledged admissions U (what it admitted that its
 //     peers may not have merged: the current sync interval, and the one
 //     before during the grace) plus h fit its blind share b: allowed here,
-//     with no network wait. b = (floor(Tolerance x L) − N·T_node) / N, so
-//     all nodes' blind admissions and hidden tails together stay within the
-//     tolerance (Counter.WorstCase; 4 for 600 per minute on 8 nodes, at
-//     least the 3 a client at its limit rate sends in an interval and its
-//     grace, so such a client never needs the network; 0 for 10 per
-//     second on 8 nodes, whose every check at the margin is coordinated).
+//     with no network wait.
+//   - else, if j holds a live lease on the key with h left: allowed here,
+//     with no network wait, and the lease shrinks by h (Leases, below).
 //   - else Allow returns Decision.Coordinate. j sends the coordinator an
-//     Ask (PrepareAsk): the limits, its own newest slices of the key and
-//     where it will count the hits (Pred). The coordinator merges those
-//     slices (absolute counts: nothing is added twice) and allows iff its
-//     C + h <= L (Coordinate), recording a grant; j counts a grant (Grant)
-//     and remembers a denial of one hit until its RetryAfter
-//     (RememberDenial), so a client over its limit costs about one round
-//     trip per node per wait.
+//     Ask (PrepareAsk): the limits, its own newest slices of the key, where
+//     it will count the hits (Pred) and the lease it would like (Want),
+//     dropping the lease it held. The coordinator merges those slices
+//     (absolute counts: nothing is added twice) and allows iff its C + h
+//     <= L (Coordinate), recording a grant and lending a lease; j counts a
+//     grant and takes the lease (Grant) and remembers a denial of one hit
+//     until its RetryAfter (RememberDenial), so a client over its limit
+//     costs about one round trip per node per wait.
+//
+// The tolerance floor(Tolerance x L) pays for three things: the slices'
+// hidden tails, N·T_node; the blind shares, N·b; and the leases, Λ. What
+// the tails leave (the pool) is split by ClusterConfig.LeaseShare: Λ =
+// floor(LeaseShare·pool) is lent out as leases, and b = (pool − Λ) / N is
+// each node's blind share (Counter.WorstCase: 659 for 600 per minute on 8
+// nodes, b = 1 and Λ = 27; 10 for 10 per second on 8 nodes, whose pool is
+// empty and whose every check at the margin is coordinated).
+//
+// # Leases
+//
+// A lease is tolerance lent, never limit reserved. The coordinator lends
+// the asker of a check it allows up to the asker's Want (its pace of the
+// last two sync intervals, over LeaseTime), no more than the window's room
+// and no more than Λ minus the leases other nodes hold on the key; the
+// holder decides up to that many hits locally, each only while its own
+// count has room (C + h <= L, so a lease never admits past a count that is
+// full), until LeaseTime after the answer reached it, and stops using it
+// the moment it asks again. The coordinator counts the lease against Λ
+// until the holder has stopped using it and what it admitted has been
+// merged (LeaseTime, the longest answer delay and a grant's lifetime),
+// or until the holder's next ask (whose slices carry what the old lease
+// admitted) or its release of the ask replaces or drops it.
+//
+// NFR2 is untouched: the coordinator never counts a lease in its window,
+// so no denial anywhere ever needs a lease to deny. A lease stranded on an
+// idle or dead node costs nothing but the share of Λ it holds until it
+// expires: no compliant client is denied because of it
+// (TestStrandedLeaseNeverDenies).
+//
+// NFR1 gains at most Λ: at any instant the hits leases admitted that the
+// coordinator has not merged, plus those they may still admit, are at most
+// the hits lent on leases it still counts, at most Λ (a holder's ask both
+// ends its lease and brings the coordinator what it admitted).
 //
 // NFR2 holds exactly: every denial, here or at the coordinator, is by a
 // count that never over-counts. A grant is counted by the coordinator
@@ -118,15 +150,21 @@
 // within the grace, one clock): take the last grant g before t. The
 // coordinator's count at g included every grant still pending and every
 // admission merged by then, and g fitted: those number at most L. What
-// its count missed are the admissions no node had merged: each node's U,
-// at most b, and what the nodes admitted blind after g, while their own
-// counts still had room, which U also bounds until their next tick's
-// message is merged (the grace), after which their counts include g's
-// window. Add the hidden tails: at most L + N·b + N·T_node (WorstCase),
-// 656 for 600 per minute on 8 nodes and 10 for 10 per second.
+// its count missed are the admissions no node had merged: each node's
+// blind ones, at most b (a blind admission needs U + h <= b, and U counts
+// all of the node's unacknowledged admissions), and what the nodes
+// admitted blind after g, while their own counts still had room, which b
+// also bounds until their next tick's message is merged (the grace), after
+// which their counts include g's window; and the leases' admissions that
+// it had not merged at g or that came after g, at most the hits lent on
+// the leases it counted at g (no lease is lent after g, the last grant):
+// at most Λ. Add the hidden tails: at most L + N·b + Λ + N·T_node
+// (WorstCase), 659 for 600 per minute on 8 nodes and 10 for 10 per second.
 // TestCoordinatedPropertyAgainstOracle checks both halves against the
-// exact oracle on random and adversarial multi-node patterns with latency
-// and lost answers; limitsim measures them on the cluster engine.
+// exact oracle on random and adversarial multi-node patterns with latency,
+// lost answers, duplicated sync messages and a node, lease holder or not,
+// that dies (what it admitted after its last tick is lost with it, and
+// added to the bound); limitsim measures them on the cluster engine.
 //
 // When the coordinator cannot answer in time, a node decides alone with
 // the per-node budget (ClusterConfig.Budget): it admits at most floor +
@@ -142,9 +180,11 @@
 // (each node's U, at most b, and the tails) plus the other coordinator's
 // grants that no node had merged by g: grants of the last grant lifetime,
 // which the other made only while its own count, never over, had room, so
-// at most L. The window then holds at most 2L + N·b + N·T_node, and with
-// checks decided by the budget meanwhile at most the budget's bound plus L:
-// one limit more than without the second coordinator, and only until the
+// at most L, and the leases each lent, at most Λ each. The window then
+// holds at most 2L + N·b + 2Λ + N·T_node, and with checks decided by the
+// budget meanwhile at most the budget's bound plus L + Λ (Λ is within the
+// tolerance): one limit and a lease pool more than without the second
+// coordinator, and only until the
 // nodes agree again (their next message to each other). NFR2 is not
 // touched: every denial is still by a count that never over-counts.
 //

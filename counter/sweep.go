@@ -23,6 +23,7 @@ func (s *shard) admit(now int64) bool {
 func (s *shard) sweep(now int64) int {
 	removed := 0
 	s.coord.sweep(now)
+	s.leases.sweep(now)
 	for slot := range s.tables {
 		t := &s.tables[slot]
 		for k, st := range t.m {

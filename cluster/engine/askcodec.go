@@ -22,9 +22,21 @@ const (
 	kindRelease byte = 'R'
 )
 
-// coordVersion is the version of the coordination messages; a receiver
-// drops others.
-const coordVersion = 2
+// coordVersion is the version of the coordination messages this node
+// sends. Version 3 added leases: an ask's Want and an answer's Leases.
+// A receiver decodes versions 2 and 3 (a version 2 ask wants no lease)
+// and answers an ask in the ask's version, so a node of version 2 still
+// gets its answers; it drops the version 3 asks and answers of newer
+// nodes (doc.go, "Wire format and versions").
+const coordVersion = 3
+
+// coordVersionNoLeases is the last version without leases.
+const coordVersionNoLeases = 2
+
+// knownCoordVersion reports whether v is a coordination version this node decodes.
+func knownCoordVersion(v uint8) bool {
+	return v == coordVersion || v == coordVersionNoLeases
+}
 
 // Answer status values.
 const (
@@ -49,6 +61,7 @@ type askMsg struct {
 	EntryStarts []int64
 	EntryCounts []uint32
 	Settled     uint64 // counter.Ask.Settled
+	Want        int64  // counter.Ask.Want; version 3
 }
 
 // answerMsg is an answer's body: the decision and the coordinator's view
@@ -65,6 +78,26 @@ type answerMsg struct {
 	Max       []int64
 	Counts    []int64
 	Pending   []int64 // of Counts, grants the coordinator's merged slices do not show yet
+	Remaining []int64
+	RetryMs   []int64
+	ResetMs   []int64
+	Leases    []int64 // per limit: counter.Result.Lease; version 3
+}
+
+// answerMsgV2 is a version 2 answer, for an ask of a version 2 node: the
+// fields before Leases.
+type answerMsgV2 struct {
+	_struct   struct{} `codec:",toarray"` //nolint:unused
+	Version   uint8
+	From      string
+	SentMs    int64
+	ID        uint64
+	Status    uint8
+	Allowed   bool
+	Fits      []bool
+	Max       []int64
+	Counts    []int64
+	Pending   []int64
 	Remaining []int64
 	RetryMs   []int64
 	ResetMs   []int64
@@ -125,7 +158,7 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 }
 
 func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled}
+	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want}
 	for _, p := range a.Preds {
 		m.PredStarts = append(m.PredStarts, p.Start)
 		m.PredAfters = append(m.PredAfters, p.After)
@@ -152,49 +185,53 @@ func indexOf(ss []string, s string) int {
 }
 
 // decodeAsk decodes and checks an ask, filling a; the entries' origin is
-// the sender.
-func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.Ask) (from string, sentMs int64, id uint64, err error) {
+// the sender. version is the ask's, in which it is answered.
+func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.Ask) (from string, sentMs int64, id uint64, version uint8, err error) {
 	var m askMsg
 	if err := decodeBody(h, b, &m); err != nil {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
 	switch {
-	case m.Version != coordVersion:
-		return "", 0, 0, fmt.Errorf("%w: ask version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case !knownCoordVersion(m.Version):
+		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
+	case m.Version == coordVersionNoLeases && m.Want != 0, m.Want < 0 || m.Want > counter.MaxLimit:
+		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
-		return "", 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
+		return "", 0, 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
 	case m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
-		return "", 0, 0, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(m.Key))
+		return "", 0, 0, 0, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(m.Key))
 	case m.Hits < 1 || m.Hits > counter.MaxLimit:
-		return "", 0, 0, fmt.Errorf("%w: hits %d", ErrMalformed, m.Hits)
+		return "", 0, 0, 0, fmt.Errorf("%w: hits %d", ErrMalformed, m.Hits)
 	case len(m.Limits) == 0 || len(m.Limits) > counter.MaxLimitsPerCall:
-		return "", 0, 0, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
+		return "", 0, 0, 0, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
 	case len(m.PredStarts) != len(m.Limits) || len(m.PredAfters) != len(m.Limits):
-		return "", 0, 0, fmt.Errorf("%w: %d predictions for %d limits", ErrMalformed, len(m.PredStarts), len(m.Limits))
+		return "", 0, 0, 0, fmt.Errorf("%w: %d predictions for %d limits", ErrMalformed, len(m.PredStarts), len(m.Limits))
 	case len(m.EntryLimits) != len(m.EntryStarts) || len(m.EntryLimits) != len(m.EntryCounts) || len(m.EntryLimits) > maxAskEntriesWire:
-		return "", 0, 0, fmt.Errorf("%w: entry columns of %d, %d, %d", ErrMalformed, len(m.EntryLimits), len(m.EntryStarts), len(m.EntryCounts))
+		return "", 0, 0, 0, fmt.Errorf("%w: entry columns of %d, %d, %d", ErrMalformed, len(m.EntryLimits), len(m.EntryStarts), len(m.EntryCounts))
 	}
 	for _, l := range m.Limits {
 		if l == "" || len(l) > lim.MaxNameBytes {
-			return "", 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
+			return "", 0, 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
 		}
 	}
-	a.Key, a.Hits, a.Limits, a.Settled = m.Key, m.Hits, m.Limits, m.Settled
+	a.Key, a.Hits, a.Limits, a.Settled, a.Want = m.Key, m.Hits, m.Limits, m.Settled, m.Want
 	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
 	for i := range m.Limits {
 		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
 	}
 	for i, li := range m.EntryLimits {
 		if int(li) >= len(m.Limits) {
-			return "", 0, 0, fmt.Errorf("%w: entry of limit %d of %d", ErrMalformed, li, len(m.Limits))
+			return "", 0, 0, 0, fmt.Errorf("%w: entry of limit %d of %d", ErrMalformed, li, len(m.Limits))
 		}
 		a.Entries = append(a.Entries, counter.Entry{Limit: m.Limits[li], Key: m.Key, Origin: m.From, Start: m.EntryStarts[i], Count: m.EntryCounts[i]})
 	}
-	return m.From, m.SentMs, m.ID, nil
+	return m.From, m.SentMs, m.ID, m.Version, nil
 }
 
-func encodeAnswer(h *codec.MsgpackHandle, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) ([]byte, error) {
-	m := answerMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}
+// encodeAnswer encodes an answer in version (that of the ask it answers):
+// a version 2 answer has no leases.
+func encodeAnswer(h *codec.MsgpackHandle, version uint8, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) ([]byte, error) {
+	m := answerMsg{Version: version, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}
 	for _, r := range res {
 		m.Fits = append(m.Fits, r.Allowed)
 		m.Max = append(m.Max, r.Limit)
@@ -203,6 +240,11 @@ func encodeAnswer(h *codec.MsgpackHandle, from string, now time.Time, id uint64,
 		m.Remaining = append(m.Remaining, r.Remaining)
 		m.RetryMs = append(m.RetryMs, r.RetryAfter.Milliseconds())
 		m.ResetMs = append(m.ResetMs, r.Reset.Milliseconds())
+		m.Leases = append(m.Leases, r.Lease)
+	}
+	if version == coordVersionNoLeases {
+		return encodeBody(h, kindAnswer, &answerMsgV2{Version: m.Version, From: m.From, SentMs: m.SentMs, ID: m.ID, Status: m.Status, Allowed: m.Allowed,
+			Fits: m.Fits, Max: m.Max, Counts: m.Counts, Pending: m.Pending, Remaining: m.Remaining, RetryMs: m.RetryMs, ResetMs: m.ResetMs})
 	}
 	return encodeBody(h, kindAnswer, &m)
 }
@@ -214,8 +256,10 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	}
 	n := len(m.Counts)
 	switch {
-	case m.Version != coordVersion:
-		return Answer{}, fmt.Errorf("%w: answer version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case !knownCoordVersion(m.Version):
+		return Answer{}, fmt.Errorf("%w: answer version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
+	case m.Version == coordVersion && len(m.Leases) != n, m.Version == coordVersionNoLeases && len(m.Leases) != 0:
+		return Answer{}, fmt.Errorf("%w: %d leases for %d limits in a version %d answer", ErrMalformed, len(m.Leases), n, m.Version)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
 	case n > counter.MaxLimitsPerCall || len(m.Fits) != n || len(m.Max) != n || len(m.Pending) != n || len(m.Remaining) != n || len(m.RetryMs) != n || len(m.ResetMs) != n:
@@ -228,6 +272,12 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Pending[i] < 0 || m.Pending[i] > m.Counts[i] || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
 			return Answer{}, fmt.Errorf("%w: negative figure in an answer", ErrMalformed)
 		}
+		var lease int64
+		if len(m.Leases) > 0 {
+			if lease = m.Leases[i]; lease < 0 || lease > counter.MaxLimit {
+				return Answer{}, fmt.Errorf("%w: lease %d in an answer", ErrMalformed, lease)
+			}
+		}
 		retry := time.Duration(min(m.RetryMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond
 		a.Results = append(a.Results, counter.Result{
 			Allowed:    m.Fits[i],
@@ -237,6 +287,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 			Remaining:  m.Remaining[i],
 			RetryAfter: retry,
 			Reset:      time.Duration(min(m.ResetMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond,
+			Lease:      lease,
 		})
 	}
 	return a, nil
@@ -252,8 +303,8 @@ func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseM
 		return m, err
 	}
 	switch {
-	case m.Version != coordVersion:
-		return m, fmt.Errorf("%w: release version %d, want %d", ErrMalformed, m.Version, coordVersion)
+	case !knownCoordVersion(m.Version):
+		return m, fmt.Errorf("%w: release version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes || m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
 		return m, fmt.Errorf("%w: release names out of bounds", ErrMalformed)
 	case len(m.Limits) > counter.MaxLimitsPerCall:

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +24,14 @@ func goldenAsk() *counter.Ask {
 			{Limit: "api|1000|10", Key: "api:k", Origin: "n1", Start: 1_800_000_000_100, Count: 3},
 			{Limit: "api|60000|12", Key: "api:k", Origin: "n1", Start: 1_800_000_000_000, Count: 7},
 		},
+		Want: 40,
 	}
 }
 
 func goldenResults() []counter.Result {
 	return []counter.Result{
 		{Allowed: false, Limit: 10, Count: 9, Pending: 2, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second},
-		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second},
+		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second, Lease: 27},
 	}
 }
 
@@ -40,7 +44,7 @@ func TestCoordinationGoldens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans, err := encodeAnswer(h, "k", sent, 42, answerDecided, false, goldenResults())
+	ans, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +68,14 @@ func TestCoordinationRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got counter.Ask
-	from, sentMs, id, err := decodeAsk(h, b, DefaultDecodeLimits(), &got)
+	from, sentMs, id, _, err := decodeAsk(h, b, DefaultDecodeLimits(), &got)
 	if err != nil || from != "n1" || sentMs != sent.UnixMilli() || id != 42 {
 		t.Fatalf("decodeAsk: %q %d %d %v", from, sentMs, id, err)
 	}
 	if !reflect.DeepEqual(&got, want) {
 		t.Fatalf("ask\n got %+v\nwant %+v", got, *want)
 	}
-	b, err = encodeAnswer(h, "k", sent, 42, answerDecided, false, goldenResults())
+	b, err = encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,17 +115,17 @@ func TestCoordinationDecodeRejects(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got counter.Ask
-		if _, _, _, err := decodeAsk(h, b, DefaultDecodeLimits(), &got); !errors.Is(err, ErrMalformed) {
+		if _, _, _, _, err := decodeAsk(h, b, DefaultDecodeLimits(), &got); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want ErrMalformed", name, err)
 		}
 	}
-	b, _ := encodeAnswer(h, "k", sent, 1, 7, true, goldenResults())
+	b, _ := encodeAnswer(h, coordVersion, "k", sent, 1, 7, true, goldenResults())
 	if _, err := decodeAnswer(h, b, DefaultDecodeLimits()); !errors.Is(err, ErrMalformed) {
 		t.Errorf("answer of status 7: %v, want ErrMalformed", err)
 	}
 	neg := goldenResults()
 	neg[0].Remaining = -1
-	b, _ = encodeAnswer(h, "k", sent, 1, answerDecided, true, neg)
+	b, _ = encodeAnswer(h, coordVersion, "k", sent, 1, answerDecided, true, neg)
 	if _, err := decodeAnswer(h, b, DefaultDecodeLimits()); !errors.Is(err, ErrMalformed) {
 		t.Errorf("answer with a negative figure: %v, want ErrMalformed", err)
 	}
@@ -133,7 +137,7 @@ func FuzzDecodeCoordination(f *testing.F) {
 	h := newHandle(1024)
 	sent := time.UnixMilli(1_800_000_000_123)
 	ask, _ := encodeAsk(h, "n1", sent, 42, goldenAsk())
-	ans, _ := encodeAnswer(h, "k", sent, 42, answerDecided, true, goldenResults())
+	ans, _ := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, true, goldenResults())
 	rel, _ := encodeRelease(h, "n1", sent, 42, goldenAsk())
 	f.Add(ask)
 	f.Add(ans)
@@ -144,13 +148,13 @@ func FuzzDecodeCoordination(f *testing.F) {
 		}
 		lim := DefaultDecodeLimits()
 		var a counter.Ask
-		if from, sentMs, id, err := decodeAsk(h, b, lim, &a); err == nil {
+		if from, sentMs, id, _, err := decodeAsk(h, b, lim, &a); err == nil {
 			re, err := encodeAsk(h, from, time.UnixMilli(sentMs), id, &a)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var back counter.Ask
-			if _, _, _, err := decodeAsk(h, re, lim, &back); err != nil || !reflect.DeepEqual(back.Limits, a.Limits) || back.Key != a.Key || len(back.Entries) != len(a.Entries) {
+			if _, _, _, _, err := decodeAsk(h, re, lim, &back); err != nil || !reflect.DeepEqual(back.Limits, a.Limits) || back.Key != a.Key || len(back.Entries) != len(a.Entries) {
 				t.Fatalf("ask round trip: %+v vs %+v, %v", back, a, err)
 			}
 		}
@@ -159,7 +163,7 @@ func FuzzDecodeCoordination(f *testing.F) {
 			if !an.Decided {
 				status = answerUnable
 			}
-			re, err := encodeAnswer(h, an.From, sent, an.ID, status, an.Allowed, an.Results)
+			re, err := encodeAnswer(h, coordVersion, an.From, sent, an.ID, status, an.Allowed, an.Results)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,4 +173,62 @@ func FuzzDecodeCoordination(f *testing.F) {
 		}
 		_, _ = decodeRelease(h, b, lim)
 	})
+}
+
+// TestCoordinationVersion2: a node of version 2 (before leases) still
+// gets its asks answered: its ask, as pinned before version 3, decodes
+// with no lease wanted, the answer to it is a version 2 answer byte for
+// byte (no leases), and a version 2 answer decodes with none.
+func TestCoordinationVersion2(t *testing.T) {
+	h := newHandle(1024)
+	sent := time.UnixMilli(1_800_000_000_123)
+	var a counter.Ask
+	from, _, id, version, err := decodeAsk(h, readWireGolden(t, "ask_v2"), DefaultDecodeLimits(), &a)
+	want := goldenAsk()
+	if err != nil || version != coordVersionNoLeases || from != "n1" || id != 42 || a.Want != 0 || a.Key != want.Key || !reflect.DeepEqual(a.Limits, want.Limits) {
+		t.Fatalf("version 2 ask: %+v from %q id %d version %d, %v", a, from, id, version, err)
+	}
+	ans, err := encodeAnswer(h, version, "k", sent, id, answerDecided, false, goldenResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWireGolden(t, "answer_v2", ans)
+	got, err := decodeAnswer(h, ans, DefaultDecodeLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got.Results {
+		if r.Lease != 0 || r.Count != goldenResults()[i].Count {
+			t.Errorf("version 2 answer, limit %d: %+v", i, r)
+		}
+	}
+	// And a version 3 answer carries the leases.
+	ans, _ = encodeAnswer(h, coordVersion, "k", sent, id, answerDecided, true, goldenResults())
+	if got, err := decodeAnswer(h, ans, DefaultDecodeLimits()); err != nil || got.Results[1].Lease != 27 {
+		t.Fatalf("version 3 answer: %+v %v", got, err)
+	}
+}
+
+// readWireGolden reads back the bytes of a golden hex dump.
+func readWireGolden(t *testing.T, name string) []byte {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("testdata", "wire", name+".hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for _, line := range strings.Split(string(text), "\n") {
+		if len(line) < 10 {
+			continue
+		}
+		hexPart, _, _ := strings.Cut(line[10:], "|")
+		for _, f := range strings.Fields(hexPart) {
+			v, err := strconv.ParseUint(f, 16, 8)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			b = append(b, byte(v))
+		}
+	}
+	return b
 }

@@ -84,7 +84,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	switch b[0] {
 	case kindAsk:
 		var a counter.Ask
-		from, sentMs, id, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
+		from, sentMs, id, version, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
 		if err != nil {
 			e.Stats.DecodeErrors.Add(1)
 			return Received{}, err
@@ -115,7 +115,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 				status, allowed = answerDecided, d.Allowed
 			}
 		}
-		msg, err := encodeAnswer(e.h, e.cfg.Self, now, id, status, allowed, res)
+		msg, err := encodeAnswer(e.h, version, e.cfg.Self, now, id, status, allowed, res)
 		if err != nil {
 			return Received{From: from}, err
 		}

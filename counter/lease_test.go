@@ -1,0 +1,109 @@
+package counter
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLeaseTargets: with leases, a compliant client sending its whole
+// limit to one node, or 200 checks a second of a 6000-per-minute key at
+// one node, is decided there without asking for at least 95 % of its
+// checks (issue 17); without leases (LeaseShare 0) most of them ask.
+func TestLeaseTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  int64
+		arr    []nodeArrival
+		leases bool
+		most   float64 // the most asks, as a share of the checks
+		least  float64 // the least
+	}{
+		{"600 at one node at once", 600, burst(0, 1, 0, 600), true, 0.05, 0},
+		{"600 at one node in 5 s", 600, burst(0, 1, 5000, 600), true, 0.05, 0},
+		{"6000/60s at 200/s at one node for 30 s", 6000, burst(0, 1, 30_000, 6000), true, 0.05, 0},
+		{"600 at one node in 5 s, no leases", 600, burst(0, 1, 5000, 600), false, 1, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := newCoordCluster(t, 8, tc.limit, time.Minute, 12, 1)
+			if !tc.leases {
+				for _, c := range cl.nodes {
+					cc, _ := c.Cluster()
+					cc.LeaseShare = 0
+					if err := c.SetCluster(cc); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			_, accepted, _ := cl.run("k", tc.limit, time.Minute.Milliseconds(), tc.arr)
+			if accepted != len(tc.arr) {
+				t.Fatalf("accepted %d of %d compliant checks", accepted, len(tc.arr))
+			}
+			share := float64(cl.asked) / float64(len(tc.arr))
+			if share > tc.most || share < tc.least {
+				t.Errorf("%d of %d checks asked the coordinator (%.3f), want between %v and %v", cl.asked, len(tc.arr), share, tc.least, tc.most)
+			}
+			t.Logf("%d of %d checks asked the coordinator", cl.asked, len(tc.arr))
+		})
+	}
+}
+
+// TestStrandedLeaseNeverDenies: node 1 takes a lease on a burst and then
+// falls silent, or dies, holding it; node 2's client then sends all that
+// is left of the limit, at once. None of it is denied: the coordinator
+// never counts a lease, so no lease, live or stranded, makes it deny.
+func TestStrandedLeaseNeverDenies(t *testing.T) {
+	for _, dies := range []bool{false, true} {
+		cl := newCoordCluster(t, 8, 600, time.Minute, 12, 1)
+		k := cl.coordinatorOf("k")
+		holder, other := (k+1)%8, (k+2)%8
+		first := burst(0, 1, 0, 100)
+		for i := range first {
+			first[i].node = holder
+		}
+		o, accepted, _ := cl.run("k", 600, 60_000, first)
+		if accepted != 100 {
+			t.Fatalf("the holder's burst: %d of 100 accepted", accepted)
+		}
+		if cl.nodes[holder].shardFor("k").leases == nil {
+			t.Fatal("the holder took no lease")
+		}
+		if dies {
+			cl.deadAt = make([]int64, 8)
+			cl.deadAt[holder] = 1000
+		}
+		rest := burst(1000, 1, 0, 500)
+		for i := range rest {
+			rest[i].node = other
+		}
+		for _, a := range rest {
+			ok, exact := cl.check(a.t, a.node, "k", 1)
+			if !ok {
+				t.Fatalf("dies %v: a check at %d ms denied (exact %v) with %d accepted in the window, limit 600", dies, a.t, exact, o.inWindow(a.t, 60_000))
+			}
+			o.accept(a.t, 1)
+		}
+	}
+}
+
+// TestLeasesStayWithinTheirShare: however many nodes ask for leases on one
+// key, the leases out never exceed the key's lease cap, and a holder's
+// ask replaces its own lease rather than adding to it.
+func TestLeasesStayWithinTheirShare(t *testing.T) {
+	cl := newCoordCluster(t, 8, 6000, time.Minute, 12, 1)
+	k := cl.coordinatorOf("k")
+	kc := cl.nodes[k]
+	cs := kc.cluster.Load()
+	limitCap := cs.leaseCap(6000, kc.tolPPM)
+	if limitCap == 0 {
+		t.Fatal("no lease pool for 6000 per minute on 8 nodes")
+	}
+	arr := burst(0, 8, 2000, 4000)
+	for _, a := range arr {
+		cl.check(a.t, a.node, "k", 1)
+		s := kc.shardFor("k")
+		out := s.leases.out(dirtyRef{slot: cl.lims[k].slot, key: "k"}, 0xffff, a.t)
+		if out > limitCap {
+			t.Fatalf("at %d ms %d hits lent, more than the cap %d", a.t, out, limitCap)
+		}
+	}
+}
