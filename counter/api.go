@@ -93,6 +93,8 @@ type Result struct {
 	// of the key lent to the asker to decide locally (Coordinate, Grant;
 	// see ClusterConfig.LeaseShare). 0 elsewhere.
 	Lease int64
+	// LeaseGen is, with Lease, the number of the ask it answers (Ask.Gen).
+	LeaseGen uint32
 }
 
 // Decision is the outcome of one Allow call over all of its limits.

@@ -67,7 +67,7 @@ type ClusterConfig struct {
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with.
 func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.5, HotShare: 0.5, Coordinated: true, LeaseShare: 0.75, LeaseTime: time.Second}
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.3, HotShare: 0.5, Coordinated: true, LeaseShare: 0.6, LeaseTime: time.Second}
 }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
@@ -197,6 +197,29 @@ func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
 	return unacked == 0 || unacked+hits <= floor+share
 }
 
+// Shares is how one key's tolerance is spent in a cluster, for a limit:
+// what each node's slices may hide (Tail), what each node may admit that
+// no other node knows of yet (Blind), and what the key's coordinator
+// lends out as leases at most, all nodes together (Leases). See doc.go,
+// "Coordination at the margin"; WorstCase adds them up.
+type Shares struct {
+	Tail, Blind, Leases int64
+}
+
+// Shares returns how the tolerance of a limit of max is spent with the
+// current cluster settings (single node: all of it is the tail).
+func (c *Counter) Shares(max int64) Shares {
+	cs := c.cluster.Load()
+	if cs == nil || cs.Nodes == 1 {
+		return Shares{Tail: max * c.tolPPM / 1e6}
+	}
+	sh := Shares{Tail: cs.maxTail(max, c.tolPPM)}
+	if cs.coordinated() {
+		sh.Blind, sh.Leases = cs.blind(max, c.tolPPM), cs.leaseCap(max, c.tolPPM)
+	}
+	return sh
+}
+
 // WorstCase returns the most requests of one key that this Counter, with
 // its current cluster settings, can accept in any interval of length window
 // for a limit of max: L + T on a single node (doc.go), and in cluster mode
@@ -213,9 +236,10 @@ func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
 		return max + max*c.tolPPM/1e6
 	}
 	n := int64(cs.Nodes)
-	tail := n * cs.maxTail(max, c.tolPPM)
+	sh := c.Shares(max)
+	tail := n * sh.Tail
 	if cs.Coordinated {
-		return max + n*cs.blind(max, c.tolPPM) + cs.leaseCap(max, c.tolPPM) + tail
+		return max + n*sh.Blind + sh.Leases + tail
 	}
 	if !cs.Budget {
 		return n*max + tail

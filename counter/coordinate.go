@@ -41,6 +41,10 @@ type Ask struct {
 	// the hits of the key it expects to decide in LeaseTime at its
 	// current pace. 0: none.
 	Want int64
+	// Gen numbers the asker's asks about the key: the coordinator lends
+	// a lease only to the newest it has decided, and the asker takes one
+	// only from the answer to its newest (lease.go).
+	Gen uint32
 }
 
 // Pred is where granted hits will be counted: the asker's slice starting
@@ -64,18 +68,27 @@ const maxAskEntries = 8
 func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit, ask *Ask) {
 	now := t.UnixMilli()
 	cs := c.cluster.Load()
-	ask.Key, ask.Hits, ask.Want = key, hits, 0
+	ask.Key, ask.Hits, ask.Want, ask.Gen = key, hits, 0, 0
 	ask.Limits, ask.Preds, ask.Entries = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0]
 	self := c.Self()
 	s := c.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if cs.coordinated() && cs.LeaseShare > 0 {
+		// No lease is used while the ask is out: what the old one admitted
+		// is in the slices below, and the answer may bring a new one.
+		var refs [MaxLimitsPerCall]dirtyRef
+		for i, l := range limits {
+			refs[i] = dirtyRef{slot: l.slot, key: key}
+		}
+		if s.leases == nil {
+			s.leases = &leases{}
+		}
+		ask.Gen = s.leases.ask(refs[:len(limits)], now)
+	}
 	for i, l := range limits {
 		id := l.ID()
 		ask.Limits = append(ask.Limits, id)
-		// No lease is used while the ask is out: what the old one admitted
-		// is in the slices below, and the answer may bring a new one.
-		s.leases.drop(dirtyRef{slot: l.slot, key: key})
 		tab := s.table(l)
 		st, ok := tab.m[key]
 		if cs != nil {
@@ -231,9 +244,13 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		// after now) and what it admitted has reached this node (a grant's
 		// lifetime).
 		expires := now + maxAnswerDelay.Milliseconds() + cs.LeaseTime.Milliseconds() + ttl
-		for i, l := range ls {
-			s.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), origin: origin})
-			results[i].Lease = lease
+		for _, l := range ls {
+			if !s.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
+				lease = 0 // refused for one limit: the holder takes none (a lease is taken for all of a check's limits or none)
+			}
+		}
+		for i := range ls {
+			results[i].Lease, results[i].LeaseGen = lease, ask.Gen
 		}
 	}
 	return d, nil

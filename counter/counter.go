@@ -195,13 +195,14 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	// The lease the answer lent, if every limit has one (Result.Lease):
 	// allow overwrites results.
 	var lease int64
+	var gen uint32
 	for i := range limits {
 		if i >= len(results) || results[i].Lease <= 0 {
 			lease = 0
 			break
 		}
 		if i == 0 || results[i].Lease < lease {
-			lease = results[i].Lease
+			lease, gen = results[i].Lease, results[i].LeaseGen
 		}
 	}
 	d, err := c.allow(t, key, hits, limits, results, modeGrant)
@@ -216,13 +217,13 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leases == nil {
-		s.leases = &leases{}
+		return d, nil // no ask of this key was prepared here
 	}
 	// Until LeaseTime after this instant, the answer's: the coordinator
-	// counts the lease for LeaseTime and a grant's lifetime after it took
-	// the ask, which came before.
+	// counts the lease for LeaseTime, the longest answer delay and a
+	// grant's lifetime after it took the ask.
 	for _, l := range limits {
-		s.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds())
+		s.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen)
 	}
 	return d, nil
 }

@@ -11,10 +11,19 @@ package counter
 // at most leaseCap to a window (NFR1; the argument is in doc.go).
 
 // heldLease is a lease this node holds on one (limit, key): what is left
-// of it and until when it may be used (unix ms, this node's clock).
+// of it and until when it may be used (unix ms, this node's clock). gen
+// numbers this node's asks about the key: a lease is taken only from the
+// answer to the newest one (Grant), and the coordinator keeps, per node
+// and key, only the lease of the newest ask it decided (lend), so that
+// with several asks of one key in flight at once the lease the node uses
+// is the one the coordinator counts. asked is when the newest ask was
+// prepared: gen is kept that long after it (maxAnswerDelay), whatever the
+// lease.
 type heldLease struct {
 	left  uint32
+	gen   uint32
 	until int64
+	asked int64
 }
 
 // lentLease is a lease this node, as a key's coordinator, lent out: it
@@ -25,6 +34,7 @@ type lentLease struct {
 	expires int64 // unix ms on this node's clock
 	id      uint64
 	hits    uint32
+	gen     uint32 // the holder's ask number (heldLease.gen)
 	origin  uint16
 }
 
@@ -48,10 +58,7 @@ func (ls *leases) take(ref dirtyRef, now, hits int64) bool {
 	}
 	h, ok := ls.held[ref]
 	switch {
-	case !ok:
-		return false
-	case now >= h.until:
-		delete(ls.held, ref)
+	case !ok || now >= h.until:
 		return false
 	case int64(h.left) < hits:
 		return false
@@ -66,25 +73,38 @@ func (ls *leases) use(ref dirtyRef, hits int64) {
 	ls.held[ref] = h
 }
 
-// hold records a lease of hits on ref until the given instant, replacing
-// any held before.
-func (ls *leases) hold(ref dirtyRef, hits, until int64) {
+// hold takes a lease of hits on ref until the given instant, lent in
+// answer to the ask numbered gen: only if that is the newest ask about
+// ref (a later one's answer, or none, is what the coordinator counts).
+func (ls *leases) hold(ref dirtyRef, hits, until int64, gen uint32) {
+	h, ok := ls.held[ref]
+	if !ok || h.gen != gen {
+		return
+	}
+	h.left, h.until = uint32(min(hits, MaxLimit)), until
+	ls.held[ref] = h
+}
+
+// ask drops the leases held on refs (the limits of one check), whose
+// holder is asking again at now (it uses no lease while it waits, so that
+// what it admitted on the old one is in the slices its ask carries), and
+// returns the new ask's number, one for all of them.
+func (ls *leases) ask(refs []dirtyRef, now int64) uint32 {
 	if ls.held == nil {
 		ls.held = make(map[dirtyRef]heldLease)
 	}
-	if _, ok := ls.held[ref]; !ok && len(ls.held) >= maxLeases {
-		return
+	var gen uint32
+	for _, ref := range refs {
+		gen = max(gen, ls.held[ref].gen+1)
 	}
-	ls.held[ref] = heldLease{left: uint32(min(hits, MaxLimit)), until: until}
-}
-
-// drop forgets the lease held on ref: its holder is asking again, and
-// uses no lease while it waits, so that what it admitted on the old one
-// is in the slices its ask carries.
-func (ls *leases) drop(ref dirtyRef) {
-	if ls != nil {
-		delete(ls.held, ref)
+	for _, ref := range refs {
+		if _, ok := ls.held[ref]; !ok && len(ls.held) >= maxLeases {
+			delete(ls.held, ref) // no lease will be taken: hold finds no entry
+			continue
+		}
+		ls.held[ref] = heldLease{gen: gen, asked: now}
 	}
+	return gen
 }
 
 // out returns the hits lent on ref at now to nodes other than origin,
@@ -113,16 +133,23 @@ func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
 }
 
 // lend records a lease of hits on ref to origin for ask id, replacing the
-// one origin held: an ask from a holder means it stopped using its lease,
-// and what it admitted on it is in the slices the ask carried, merged
-// before this decision.
-func (ls *leases) lend(ref dirtyRef, l lentLease) {
+// one origin held, and reports whether it did: an ask from a holder means
+// it stopped using its lease, and what it admitted on it is in the slices
+// the ask carried, merged before this decision. An ask older (by the
+// holder's numbering) than one decided already gets no lease: its holder
+// would not take it.
+func (ls *leases) lend(ref dirtyRef, l lentLease) bool {
 	if ls.lent == nil {
 		ls.lent = make(map[dirtyRef][]lentLease)
 	}
 	lent, ok := ls.lent[ref]
 	if !ok && len(ls.lent) >= maxLeases {
-		return
+		return false
+	}
+	for _, o := range lent {
+		if o.origin == l.origin && o.gen > l.gen {
+			return false // a newer ask of the holder's was decided: it will not take this one
+		}
 	}
 	kept := lent[:0]
 	for _, o := range lent {
@@ -131,6 +158,7 @@ func (ls *leases) lend(ref dirtyRef, l lentLease) {
 		}
 	}
 	ls.lent[ref] = append(kept, l)
+	return true
 }
 
 // unlend drops the lease lent for ask (origin, id): the asker gave the ask
@@ -163,7 +191,7 @@ func (ls *leases) sweep(now int64) {
 		return
 	}
 	for k, h := range ls.held {
-		if now >= h.until {
+		if now >= max(h.until, h.asked+maxAnswerDelay.Milliseconds()) {
 			delete(ls.held, k)
 		}
 	}

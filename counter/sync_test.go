@@ -219,15 +219,15 @@ func TestBudgetLimitsTheBlindInterval(t *testing.T) {
 }
 
 func TestClusterTailShare(t *testing.T) {
-	// 600 per 60 s over 4 nodes: each node's slices may hide 600*0.1*0.5/4 = 7.
+	// 600 per 60 s over 4 nodes: each node's slices may hide 600*0.1*0.3/4 = 4.
 	c := newCounter(t, DefaultConfig())
 	cc := DefaultClusterConfig("a")
 	cc.Nodes, cc.Budget = 4, false
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.maxTail(600, c.cluster.Load()); got != 7 {
-		t.Fatalf("per-node tail %d, want 7", got)
+	if got := c.maxTail(600, c.cluster.Load()); got != 4 {
+		t.Fatalf("per-node tail %d, want 4", got)
 	}
 	if err := c.SetCluster(DefaultClusterConfig("other")); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("renaming the node: %v", err)

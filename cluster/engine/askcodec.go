@@ -62,6 +62,7 @@ type askMsg struct {
 	EntryCounts []uint32
 	Settled     uint64 // counter.Ask.Settled
 	Want        int64  // counter.Ask.Want; version 3
+	Gen         uint32 // counter.Ask.Gen; version 3
 }
 
 // answerMsg is an answer's body: the decision and the coordinator's view
@@ -82,6 +83,7 @@ type answerMsg struct {
 	RetryMs   []int64
 	ResetMs   []int64
 	Leases    []int64 // per limit: counter.Result.Lease; version 3
+	LeaseGen  uint32  // counter.Result.LeaseGen, the same for every limit; version 3
 }
 
 // answerMsgV2 is a version 2 answer, for an ask of a version 2 node: the
@@ -158,7 +160,7 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 }
 
 func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want}
+	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want, Gen: a.Gen}
 	for _, p := range a.Preds {
 		m.PredStarts = append(m.PredStarts, p.Start)
 		m.PredAfters = append(m.PredAfters, p.After)
@@ -194,7 +196,7 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 	switch {
 	case !knownCoordVersion(m.Version):
 		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
-	case m.Version == coordVersionNoLeases && m.Want != 0, m.Want < 0 || m.Want > counter.MaxLimit:
+	case m.Version == coordVersionNoLeases && (m.Want != 0 || m.Gen != 0), m.Want < 0 || m.Want > counter.MaxLimit:
 		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return "", 0, 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
@@ -214,7 +216,7 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 			return "", 0, 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
 		}
 	}
-	a.Key, a.Hits, a.Limits, a.Settled, a.Want = m.Key, m.Hits, m.Limits, m.Settled, m.Want
+	a.Key, a.Hits, a.Limits, a.Settled, a.Want, a.Gen = m.Key, m.Hits, m.Limits, m.Settled, m.Want, m.Gen
 	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
 	for i := range m.Limits {
 		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
@@ -241,6 +243,7 @@ func encodeAnswer(h *codec.MsgpackHandle, version uint8, from string, now time.T
 		m.RetryMs = append(m.RetryMs, r.RetryAfter.Milliseconds())
 		m.ResetMs = append(m.ResetMs, r.Reset.Milliseconds())
 		m.Leases = append(m.Leases, r.Lease)
+		m.LeaseGen = max(m.LeaseGen, r.LeaseGen)
 	}
 	if version == coordVersionNoLeases {
 		return encodeBody(h, kindAnswer, &answerMsgV2{Version: m.Version, From: m.From, SentMs: m.SentMs, ID: m.ID, Status: m.Status, Allowed: m.Allowed,
@@ -258,7 +261,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	switch {
 	case !knownCoordVersion(m.Version):
 		return Answer{}, fmt.Errorf("%w: answer version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
-	case m.Version == coordVersion && len(m.Leases) != n, m.Version == coordVersionNoLeases && len(m.Leases) != 0:
+	case m.Version == coordVersion && len(m.Leases) != n, m.Version == coordVersionNoLeases && (len(m.Leases) != 0 || m.LeaseGen != 0):
 		return Answer{}, fmt.Errorf("%w: %d leases for %d limits in a version %d answer", ErrMalformed, len(m.Leases), n, m.Version)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
@@ -288,6 +291,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 			RetryAfter: retry,
 			Reset:      time.Duration(min(m.ResetMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond,
 			Lease:      lease,
+			LeaseGen:   m.LeaseGen,
 		})
 	}
 	return a, nil

@@ -25,13 +25,14 @@ func goldenAsk() *counter.Ask {
 			{Limit: "api|60000|12", Key: "api:k", Origin: "n1", Start: 1_800_000_000_000, Count: 7},
 		},
 		Want: 40,
+		Gen:  3,
 	}
 }
 
 func goldenResults() []counter.Result {
 	return []counter.Result{
-		{Allowed: false, Limit: 10, Count: 9, Pending: 2, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second},
-		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second, Lease: 27},
+		{Allowed: false, Limit: 10, Count: 9, Pending: 2, Remaining: 1, RetryAfter: 400 * time.Millisecond, Reset: time.Second, LeaseGen: 3},
+		{Allowed: true, Limit: 600, Count: 120, Remaining: 480, Reset: 55 * time.Second, Lease: 27, LeaseGen: 3},
 	}
 }
 

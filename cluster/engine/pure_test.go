@@ -18,7 +18,7 @@ import (
 func TestEngineIsPure(t *testing.T) {
 	forbiddenImports := map[string]bool{
 		"net": true, "net/http": true, "os": true, "os/exec": true,
-		"github.com/hashicorp/memberlist": true,
+		"github.com/hashicorp/memberlist":      true,
 		"github.com/limiterd/limiterd/cluster": true,
 	}
 	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "AfterFunc": true, "Tick": true, "NewTimer": true, "NewTicker": true}

@@ -181,39 +181,39 @@ func TestBoundsWarnOnceAndRecover(t *testing.T) {
 			},
 		},
 		{
-			// L + 8·f + 8·T: f = ceil(L × 250 ms / W), T = floor(L × 0.05 / 8).
+			// L + 8·f + 8·T: f = ceil(L × 250 ms / W), T = floor(L × 0.03 / 8).
 			name: "eight nodes",
 			do:   func() { fx.nodes(t, 8) },
 			logs: []wantLog{
 				{"WARN", "api", "10/1s", map[string]any{"worst_case": 34.0, "ratio": 3.4, "promised": 1.1, "nodes": 8.0, "sync_interval": "200ms", "window": "1s", "shadow": false},
 					"the limit is too small to share among 8 nodes: whatever the sync interval, each node may admit a request of a key before its peers hear of it, and those 8 plus slice tails of 0 exceed the 1 over 10 that 1.1x allows; the smallest larger limit per 1s that a short enough sync interval keeps within 1.1x on 8 nodes is 80"},
-				// 53 ms: f = ceil(600 × 66 ms / 10 s) = 4, 600 + 32 + 24 = 656 <= 660; 54 ms: f = 5.
-				{"WARN", "burst", "600/10s", map[string]any{"worst_case": 744.0, "ratio": 1.24, "nodes": 8.0},
-					"shorten -sync-interval to 53ms or less on every node (worst case then 656, 1.093x)"},
+				// 67 ms: f = ceil(600 × 83 ms / 10 s) = 5, 600 + 40 + 16 = 656 <= 660; 68 ms: f = 6.
+				{"WARN", "burst", "600/10s", map[string]any{"worst_case": 736.0, "ratio": 1.227, "nodes": 8.0},
+					"shorten -sync-interval to 67ms or less on every node (worst case then 656, 1.093x)"},
 				// 3 ms: f = ceil(120 × 3 ms / 500 ms) = 1; 4 ms: 5 ms with the grace, f = 2.
 				{"WARN", "trial", "120/500ms", map[string]any{"worst_case": 600.0, "ratio": 5.0, "shadow": true},
 					"shorten -sync-interval to 3ms or less on every node (worst case then 128, 1.067x)"},
 			},
 			gauge: map[string]float64{
-				"default 600/60s": 1.08, "api 10/1s": 3.4, "api 600/60s": 1.08, "burst 600/10s": 1.24, "trial 120/500ms": 5,
+				"default 600/60s": 1.067, "api 10/1s": 3.4, "api 600/60s": 1.067, "burst 600/10s": 1.227, "trial 120/500ms": 5,
 			},
 		},
 		{
 			name: "same rules reloaded: still above, no repeat",
 			do:   func() { fx.bw.check("rules reloaded") },
 			gauge: map[string]float64{
-				"default 600/60s": 1.08, "api 10/1s": 3.4, "api 600/60s": 1.08, "burst 600/10s": 1.24, "trial 120/500ms": 5,
+				"default 600/60s": 1.067, "api 10/1s": 3.4, "api 600/60s": 1.067, "burst 600/10s": 1.227, "trial 120/500ms": 5,
 			},
 		},
 		{
-			// burst: 600 + 2·15 + 2·15 = 660, back within; api 10/1s: 10 + 2·3 = 16.
+			// burst: 600 + 2·15 + 2·9 = 648, back within; api 10/1s: 10 + 2·3 = 16.
 			name: "two nodes: burst back within",
 			do:   func() { fx.nodes(t, 2) },
 			logs: []wantLog{
-				{"INFO", "burst", "600/10s", map[string]any{"worst_case": 660.0, "ratio": 1.1, "nodes": 2.0}, ""},
+				{"INFO", "burst", "600/10s", map[string]any{"worst_case": 648.0, "ratio": 1.08, "nodes": 2.0}, ""},
 			},
 			gauge: map[string]float64{
-				"default 600/60s": 1.06, "api 10/1s": 1.6, "api 600/60s": 1.06, "burst 600/10s": 1.1, "trial 120/500ms": 2.05,
+				"default 600/60s": 1.04, "api 10/1s": 1.6, "api 600/60s": 1.04, "burst 600/10s": 1.08, "trial 120/500ms": 2.017,
 			},
 		},
 		{
@@ -235,7 +235,7 @@ func TestBoundsWarnOnceAndRecover(t *testing.T) {
 					"shorten -sync-interval to 40ms or less on every node (worst case then 22, 1.1x)"},
 			},
 			gauge: map[string]float64{
-				"default 600/60s": 1.06, "api 20/1s": 1.5, "api 600/60s": 1.06, "trial 120/500ms": 2.05,
+				"default 600/60s": 1.04, "api 20/1s": 1.5, "api 600/60s": 1.04, "trial 120/500ms": 2.017,
 			},
 		},
 		{
@@ -300,10 +300,10 @@ func TestBoundsAdviceWithoutBudget(t *testing.T) {
 		window time.Duration
 		want   string
 	}{
-		// Without: 2·(600 + 15) = 1230. With: 600 + 2·3 + 2·15 = 636.
-		{600, time.Minute, "turn the per-node budget on (-budget=true) on every node: without it each node may admit the whole limit between two syncs; with it the worst case is 636 (1.06x)"},
-		// With: 600 + 2·30 + 2·15 = 690; at 100 ms (125 ms with the grace) f = 15.
-		{600, 5 * time.Second, "turn the per-node budget on (-budget=true) on every node, and then: shorten -sync-interval to 100ms or less on every node (worst case then 660, 1.1x)"},
+		// Without: 2·(600 + 9) = 1218. With: 600 + 2·3 + 2·9 = 624.
+		{600, time.Minute, "turn the per-node budget on (-budget=true) on every node: without it each node may admit the whole limit between two syncs; with it the worst case is 624 (1.04x)"},
+		// With: 600 + 2·30 + 2·9 = 678; at 140 ms (175 ms with the grace) f = 21.
+		{600, 5 * time.Second, "turn the per-node budget on (-budget=true) on every node, and then: shorten -sync-interval to 140ms or less on every node (worst case then 660, 1.1x)"},
 		{10, time.Second, "turn the per-node budget on (-budget=true) on every node, and then: the limit is too small to share among 2 nodes"},
 	}
 	for _, tt := range tests {

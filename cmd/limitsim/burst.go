@@ -236,30 +236,19 @@ func budgetFloorRequests(sc simConfig) int64 {
 }
 
 // nodeTail is the most requests one node's expired slice may hide, as
-// counter/cluster.go computes it with counter.DefaultConfig (Tolerance 0.1)
-// and counter.DefaultClusterConfig (TailShare 0.5).
-func nodeTail(sc simConfig) int64 {
-	const tolPPM = 100_000
-	if sc.nodes == 1 {
-		return sc.limit * tolPPM / 1e6
-	}
-	return sc.limit * (int64(0.5*tolPPM) / int64(sc.nodes)) / 1e6
-}
+// the nodes' counters compute it (counter.Counter.Shares).
+func nodeTail(sc simConfig) int64 { return sc.shares().Tail }
 
-// blindShare is a node's blind share b of a coordinated cluster, as
-// counter/cluster.go computes it: what the tolerance leaves after every
-// node's hidden tail, floor(Tolerance x L) - N x T, divided among the N
-// nodes.
-func blindShare(sc simConfig) int64 {
-	n := int64(sc.nodes)
-	return max(0, (sc.limit*100_000/1e6-n*nodeTail(sc))/n)
-}
+// blindShare is a node's blind share b of a coordinated cluster, as the
+// nodes' counters compute it (counter.Counter.Shares).
+func blindShare(sc simConfig) int64 { return sc.shares().Blind }
 
 // clusterBound is the derived bound (docs/blind-interval.md) on what the
 // cluster admits of one key in any window-long interval, for any client
 // rate, with ticks at the same instant, no latency and no skew. With the
-// coordinator (every answer in time) it is L + N x b + N x T, b the blind
-// share (package counter, "Coordination at the margin"). Without
+// coordinator (every answer in time) it is the counter's own WorstCase,
+// L + N x b + Λ + N x T, b the blind share and Λ the lease pool (package
+// counter, "Coordination at the margin"). Without
 // the budget it is N x (L + T), T the hidden tail of one node's slices.
 // With it, if C of the window is known to every node at the last tick,
 // each node admits at most min(L - C, max(1, f + (L - C) / N)) after it,
@@ -268,7 +257,8 @@ func blindShare(sc simConfig) int64 {
 func clusterBound(sc simConfig) int64 {
 	n := int64(sc.nodes)
 	if !sc.uncoordinated && sc.nodes > 1 {
-		return sc.limit + n*blindShare(sc) + n*nodeTail(sc)
+		sh := sc.shares()
+		return sc.limit + n*sh.Blind + sh.Leases + n*sh.Tail
 	}
 	if !sc.budget {
 		return n * (sc.limit + nodeTail(sc))

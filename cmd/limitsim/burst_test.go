@@ -226,13 +226,13 @@ func TestClusterBoundFormula(t *testing.T) {
 		setting     burstSetting
 		floor, want int64
 	}{
-		{noBudget(), 0, 8 * (600 + 3)},
-		{floor(0), 0, 599 + 8 + 24}, // the first request of an interval always fits
-		{floor(0.5), 2, 600 + 16 + 24},
-		{floor1(), 3, 600 + 24 + 24},
-		{floor(2), 5, 600 + 40 + 24},
-		{floor(4), 10, 600 + 80 + 24},
-		{burstSetting{budget: true, floor: 1, noGrace: true}, 2, 600 + 16 + 24},
+		{noBudget(), 0, 8 * (600 + 2)},
+		{floor(0), 0, 599 + 8 + 16}, // the first request of an interval always fits
+		{floor(0.5), 2, 600 + 16 + 16},
+		{floor1(), 3, 600 + 24 + 16},
+		{floor(2), 5, 600 + 40 + 16},
+		{floor(4), 10, 600 + 80 + 16},
+		{burstSetting{budget: true, floor: 1, noGrace: true}, 2, 600 + 16 + 16},
 	}
 	for _, tt := range tests {
 		sc := tt.setting.sim()
@@ -243,8 +243,8 @@ func TestClusterBoundFormula(t *testing.T) {
 			t.Errorf("%+v: bound %d, want %d", tt.setting, got, tt.want)
 		}
 	}
-	if got := nodeTail(defaultSimConfig()); got != 3 { // 600 x 0.1 x 0.5 / 8 = 3.75, rounded down
-		t.Errorf("per-node tail %d, want 3", got)
+	if got := nodeTail(defaultSimConfig()); got != 2 { // 600 x 0.1 x 0.3 / 8 = 2.25, rounded down
+		t.Errorf("per-node tail %d, want 2", got)
 	}
 }
 
@@ -262,8 +262,8 @@ func TestClusterBoundTight(t *testing.T) {
 		{tailsThen(sc, nodeFlood(sc)), 0, clusterBound(sc)},
 		{tailsThen(sc, nodeFlood(sc)), time.Millisecond, clusterBound(sc)},
 		{tailsThen(sc, latencyChain()), 0, clusterBound(sc)},
-		{tailsThen(sc, latencyChain()), time.Millisecond, 804}, // 5/4 x (L + N x f) + N x T
-		{tailsThen(sc, latencyChain()), 20 * time.Millisecond, 804},
+		{tailsThen(sc, latencyChain()), time.Millisecond, 796}, // 5/4 x (L + N x f) + N x T
+		{tailsThen(sc, latencyChain()), 20 * time.Millisecond, 796},
 	}
 	for _, tt := range tests {
 		sc := sc

@@ -127,6 +127,14 @@ func writeBurst(w io.Writer, p burstPlan, br burstResults) error {
 		}
 		fmt.Fprintf(bw, "%13d", blindShare(s.sim()))
 	}
+	fmt.Fprintf(bw, "\n%-24s", "lease pool per key")
+	for _, s := range p.settings {
+		if !s.coordinated {
+			fmt.Fprintf(bw, "%13s", "-")
+			continue
+		}
+		fmt.Fprintf(bw, "%13d", s.sim().shares().Leases)
+	}
 	fmt.Fprintf(bw, "\n%-24s%13d\n", "tail T per node", nodeTail(sc))
 
 	fmt.Fprintf(bw, "\nNFR2: false rejections of clients that never exceed their limit (NFR2 allows none)\n")

@@ -189,7 +189,7 @@ func checkPlotsStructure(t *testing.T, plots map[string]plotFile) {
 		{"window-intermittent.svg", 4, []string{"600", "660"}},
 		{"window-slice-end.svg", 4, []string{"600", "660"}},
 		{"cluster-sync-interval.svg", 3, []string{"1", "1.1"}},
-		{"cluster-client-rate.svg", 2, []string{"1", "1.1", "1.08"}},
+		{"cluster-client-rate.svg", 2, []string{"1", "1.1", "1.066667"}},
 	}
 	if len(plots) != len(tests) {
 		t.Errorf("%d charts, want %d", len(plots), len(tests))

@@ -217,9 +217,9 @@ func Example_replayCluster() {
 	// # decided_fallback 0
 	// # false_rejections_fallback 0
 	// # coord_asks 1
-	// # coord_ask_bytes 58
+	// # coord_ask_bytes 60
 	// # coord_answers 1
-	// # coord_answer_bytes 38
+	// # coord_answer_bytes 41
 	// # coord_releases 0
 	// # coord_release_bytes 0
 }

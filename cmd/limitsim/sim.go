@@ -270,6 +270,34 @@ func (s *simCluster) clock(n *simNode, at int64) time.Time {
 	return time.UnixMilli(s.epochMs + at + n.offset)
 }
 
+// counter returns a node's counter, limiterd's defaults with the
+// simulation's cluster settings.
+func (sc simConfig) counter(name string) (*counter.Counter, error) {
+	c, err := counter.New(counter.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	cc := counter.DefaultClusterConfig(name)
+	if sc.uncoordinated {
+		cc.Coordinated = false
+	}
+	cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = sc.nodes, sc.sync, sc.budget, sc.floor, sc.grace
+	if err := c.SetCluster(cc); err != nil {
+		return nil, fmt.Errorf("%w: %w", errSimConfig, err)
+	}
+	return c, nil
+}
+
+// shares is how the tolerance of the simulated limit is spent, as the
+// nodes' counters spend it.
+func (sc simConfig) shares() counter.Shares {
+	c, err := sc.counter("node-0")
+	if err != nil {
+		return counter.Shares{} // validate refuses such a configuration first
+	}
+	return c.Shares(sc.limit)
+}
+
 // newSimCluster builds the nodes. Node i is named "node-i".
 func newSimCluster(sc simConfig) (*simCluster, error) {
 	if err := sc.validate(); err != nil {
@@ -283,17 +311,9 @@ func newSimCluster(sc simConfig) (*simCluster, error) {
 		net: simNet{rand.New(rand.NewPCG(sc.netSeed, 0x6e6574))}, byName: make(map[string]int)}
 	for i := range sc.nodes {
 		name := fmt.Sprintf("node-%d", i)
-		c, err := counter.New(counter.DefaultConfig())
+		c, err := sc.counter(name)
 		if err != nil {
 			return nil, err
-		}
-		cc := counter.DefaultClusterConfig(name)
-		if sc.uncoordinated {
-			cc.Coordinated = false
-		}
-		cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = sc.nodes, sc.sync, sc.budget, sc.floor, sc.grace
-		if err := c.SetCluster(cc); err != nil {
-			return nil, fmt.Errorf("%w: %w", errSimConfig, err)
 		}
 		lim, err := limiter.New(c, rs)
 		if err != nil {
