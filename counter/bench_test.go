@@ -138,10 +138,15 @@ func BenchmarkMemoryPerClient(b *testing.B) {
 		n := c.Stats().Keys
 		slices := 0
 		for i := range c.shards {
-			for _, t := range c.shards[i].tables {
-				for _, st := range t.m {
-					slices += len(st.slices)
-				}
+			s := &c.shards[i]
+			for j := range s.tables {
+				t := &s.tables[j]
+				t.scan(func(k int) bool {
+					var st state
+					t.slab.load(uint32(t.idx[k]), s.buf(0), false, &st)
+					slices += st.sl.n
+					return false
+				})
 			}
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/client")
