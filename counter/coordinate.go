@@ -15,6 +15,10 @@ var ErrUnknownLimit = errors.New("counter: unknown limit")
 // Ask is what a node sends a key's coordinator for a check that fits the
 // window as the node knows it but not its blind share. PrepareAsk fills it;
 // the cluster layer carries it; Coordinate decides it.
+//
+// Coordinate does not retain the strings of an ask (Key, Limits, Entries);
+// it copies what it keeps (the key of a new grant, as Merge does for the
+// entries), so they may alias a buffer reused once it returns.
 type Ask struct {
 	Key  string
 	Hits int64

@@ -142,6 +142,12 @@ func (sb *slab) key(ref uint32) ([]byte, int) {
 // bytes, changed in place, unless private, when they are a copy in sc (a
 // call that names one limit twice must not see its own first write).
 func (sb *slab) load(ref uint32, sc *scratchBuf, private bool, st *state) {
+	_, p := sb.key(ref)
+	sb.loadAt(ref, p, sc, private, st)
+}
+
+// loadAt is load for a block whose slices start at p.
+func (sb *slab) loadAt(ref uint32, p int, sc *scratchBuf, private bool, st *state) {
 	o := refOff(ref)
 	h := sb.b[o : o+bSync]
 	st.base = int64(binary.LittleEndian.Uint64(h[bBase:]))
@@ -155,7 +161,6 @@ func (sb *slab) load(ref uint32, sc *scratchBuf, private bool, st *state) {
 		st.pending = binary.LittleEndian.Uint32(s[4:])
 		st.prev = binary.LittleEndian.Uint32(s[8:])
 	}
-	_, p := sb.key(ref)
 	p0 := &st.sl
 	p0.n = int(binary.LittleEndian.Uint32(h[bN:]))
 	p0.off0 = binary.LittleEndian.Uint32(h[bOff0:])

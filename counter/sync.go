@@ -12,6 +12,13 @@ import (
 // absolute, not increments: Merge keeps the largest count it has seen for
 // (Limit, Key, Origin, Start), so entries may be lost, duplicated, reordered
 // or re-sent without ever over-counting.
+//
+// Merge does not retain the strings of entries; it copies what it keeps (a
+// new key's bytes into its table, a key new to the hot set or the restored
+// list, a new origin's name). A decoder may hand Merge strings over a
+// buffer that it overwrites once Merge returns. The entries that the
+// counter returns (AppendChanges, AppendState, AppendHot) are the
+// counter's own strings and stay valid.
 type Entry struct {
 	// Limit is the limit's identity, "name|window_ms|slices" (LimitID).
 	Limit string

@@ -20,18 +20,24 @@ func (t *table) home(e uint64) int { return int(uint32(e>>32)) & (len(t.idx) - 1
 
 // find returns key's slot and true, or the empty slot where it would go.
 func (t *table) find(tag uint32, key string) (int, bool) {
+	i, _, ok := t.lookup(tag, key)
+	return i, ok
+}
+
+// lookup is find that also returns where the key's slices start in the slab.
+func (t *table) lookup(tag uint32, key string) (int, int, bool) {
 	if len(t.idx) == 0 {
-		return -1, false
+		return -1, 0, false
 	}
 	mask := len(t.idx) - 1
 	for i := int(tag) & mask; ; i = (i + 1) & mask {
 		e := t.idx[i]
 		if e == 0 {
-			return i, false
+			return i, 0, false
 		}
 		if uint32(e>>32) == tag {
-			if k, _ := t.slab.key(uint32(e)); string(k) == key {
-				return i, true
+			if k, p := t.slab.key(uint32(e)); string(k) == key {
+				return i, p, true
 			}
 		}
 	}
@@ -42,9 +48,9 @@ func (t *table) find(tag uint32, key string) (int, bool) {
 // to sc; private gives a copy in sc from the start. An untracked key's
 // state has none, in sc.
 func (t *table) get(tag uint32, key string, sc *scratchBuf, private bool, st *state) bool {
-	if i, ok := t.find(tag, key); ok {
+	if i, p, ok := t.lookup(tag, key); ok {
 		sc.at, sc.ref = i+1, uint32(t.idx[i])
-		t.slab.load(sc.ref, sc, private, st)
+		t.slab.loadAt(sc.ref, p, sc, private, st)
 		return true
 	}
 	sc.at = 0
