@@ -89,11 +89,13 @@ func (s *shard) work() *scratch {
 // buf returns the i-th scratch buffer, for table.get.
 func (s *shard) buf(i int) *scratchBuf { return &s.work().bufs[i] }
 
-// unlock ends a call that used the first n of the scratch states. They
-// point into the tables' slabs: cleared, they keep no slab alive once the
-// slab has grown (and the memory measured per client honest).
+// unlock ends a call that used the first n of the scratch states. Their
+// slices point into the tables' slabs: dropped, they keep no slab alive
+// once it has grown (and the memory measured per client honest).
 func (s *shard) unlock(n int) {
-	clear(s.scratch.states[:n])
+	for i := range s.scratch.states[:n] {
+		s.scratch.states[i].sl.b = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -268,11 +270,12 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 	coordinated := cs.coordinated()
 	s, tag := c.locate(key)
 	s.mu.Lock()
-	states := &s.work().states
+	work := s.work()
+	states := &work.states
 	defer s.unlock(len(limits))
 	for i, l := range limits {
 		st := &states[i]
-		ok := s.table(l).get(tag, key, s.buf(i), repeats(limits, i), st)
+		ok := s.table(l).get(tag, key, &work.bufs[i], i > 0 && repeats(limits, i), st)
 		var count int64
 		at[i] = now
 		if ok {

@@ -224,11 +224,13 @@ func storeKey[K string | []byte](sb *slab, ref uint32, key K, st *state) uint32 
 	b := sb.b[o : o+unitsOf(sb.b[o+bClass])*8]
 	binary.PutUvarint(b[hdr:], uint64(len(key)))
 	copy(b[keyAt:], key)
-	copy(b[at:], p.b)
+	n := copy(b[at:], p.b)
 	sb.header(o, st, sync)
 	if ref != 0 {
 		sb.release(ref)
 	}
+	// The state now reads the new block, as after an in-place store.
+	p.b, p.own, p.dropped = b[at:at+n], false, 0
 	return nref
 }
 
