@@ -138,10 +138,15 @@ func BenchmarkMemoryPerClient(b *testing.B) {
 		n := c.Stats().Keys
 		slices := 0
 		for i := range c.shards {
-			for _, t := range c.shards[i].tables {
-				for _, st := range t.m {
-					slices += len(st.slices)
-				}
+			s := &c.shards[i]
+			for j := range s.tables {
+				t := &s.tables[j]
+				t.scan(func(k int) bool {
+					var st state
+					t.slab.load(uint32(t.idx[k]), s.buf(0), false, &st)
+					slices += st.sl.n
+					return false
+				})
 			}
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/client")
@@ -173,4 +178,62 @@ func BenchmarkMergeForgedKey(b *testing.B) {
 			b.Fatalf("%+v: the entries must be live", ms)
 		}
 	}
+}
+
+// BenchmarkMergeSteady is the receive side of cluster sync at the design
+// load, the shape of the cluster's SyncerTickReceive without the codec: a
+// peer counts 1,000 checks (5,000/s for 200 ms) over 200,000 clients and
+// ticks, and this node merges the tick's delta, one entry per key checked
+// (the peer's newest slice of it), its starts advancing with the clock.
+// A window's worth of ticks warms both sides first, so keys come and go
+// as in steady state. Only Merge is timed; ns/entry is per merged entry,
+// and allocs/op is per 1,000-entry tick.
+func BenchmarkMergeSteady(b *testing.B) {
+	const clients, perTick = 200_000, 1_000
+	keys := make([]string, clients)
+	for i := range keys {
+		keys[i] = "client-" + strconv.Itoa(100000+i)
+	}
+	node := func(self string) (*Counter, Limit) {
+		c := newCounter(b, DefaultConfig())
+		cc := DefaultClusterConfig(self)
+		cc.Nodes, cc.Coordinated = 2, false // every check decided locally, as in the cluster benchmark
+		if err := c.SetCluster(cc); err != nil {
+			b.Fatal(err)
+		}
+		return c, mustLimit(b, c, "default", 600, time.Minute, 12)
+	}
+	peer, lim := node("n2")
+	c, _ := node("n1")
+	limits := []Limit{lim}
+	var res [1]Result
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ms int64
+	var delta []Entry
+	step := func() []Entry {
+		for range perTick {
+			peer.Allow(at(ms), keys[rng.IntN(clients)], 1, limits, res[:])
+		}
+		ms += 200
+		delta = peer.AppendChanges(delta[:0], at(ms))
+		return delta
+	}
+	for range 300 { // a 60 s window
+		c.Merge(at(ms), step())
+	}
+	entries := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		es := step()
+		b.StartTimer()
+		st := c.Merge(at(ms), es)
+		if st.Merged+st.Unchanged != len(es) {
+			b.Fatalf("%+v of %d entries: all must merge", st, len(es))
+		}
+		entries += len(es)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(entries), "ns/entry")
+	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
 }

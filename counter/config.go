@@ -13,7 +13,7 @@ type Config struct {
 	// goroutines checking different keys. Default 64.
 	Shards int
 	// MaxKeys caps how many (limit, key) pairs are tracked at once, which caps
-	// memory (about 150-200 bytes per pair at HS1 traffic, see BENCHMARKS.md).
+	// memory (about 120 bytes per pair at HS1 traffic, see BENCHMARKS.md).
 	// At the cap a new key is allowed without being counted (see doc.go).
 	// Default 1,000,000.
 	MaxKeys int

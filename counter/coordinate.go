@@ -3,6 +3,7 @@ package counter
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,10 @@ var ErrUnknownLimit = errors.New("counter: unknown limit")
 // Ask is what a node sends a key's coordinator for a check that fits the
 // window as the node knows it but not its blind share. PrepareAsk fills it;
 // the cluster layer carries it; Coordinate decides it.
+//
+// Coordinate does not retain the strings of an ask (Key, Limits, Entries);
+// it copies what it keeps (the key of a new grant, as Merge does for the
+// entries), so they may alias a buffer reused once it returns.
 type Ask struct {
 	Key  string
 	Hits int64
@@ -71,7 +76,7 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 	ask.Key, ask.Hits, ask.Want, ask.Gen = key, hits, 0, 0
 	ask.Limits, ask.Preds, ask.Entries = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0]
 	self := c.Self()
-	s := c.shardFor(key)
+	s, tag := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cs.coordinated() && cs.LeaseShare > 0 {
@@ -81,16 +86,16 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		for i, l := range limits {
 			refs[i] = dirtyRef{slot: l.slot, key: key}
 		}
-		if s.leases == nil {
-			s.leases = &leases{}
+		if s.coord == nil {
+			s.coord = &coordState{}
 		}
-		ask.Gen = s.leases.ask(refs[:len(limits)], now)
+		ask.Gen = s.coord.leases.ask(refs[:len(limits)], now)
 	}
 	for i, l := range limits {
 		id := l.ID()
 		ask.Limits = append(ask.Limits, id)
-		tab := s.table(l)
-		st, ok := tab.m[key]
+		var st state
+		ok := s.table(l).get(tag, key, s.buf(0), false, &st)
 		if cs != nil {
 			pace := st // a copy: rolling it must not touch the stored state
 			pace.roll(c.tickNo.Load())
@@ -105,20 +110,20 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		}
 		at := st.clamp(now)
 		if st.expire(at, l.windowMs) {
-			s.store(l.slot, key, st, true)
+			s.store(l.slot, tag, key, &st)
 		}
 		p.Start = at
 		if i := st.newestLocal(); i >= 0 && !st.is(flagClosed) {
-			sl, start := st.slices[i], st.start(i)
+			sl, start := st.sl.at(i), st.start(i)
 			if at == start || at-start < l.sliceMs && int64(sl.n)-int64(st.head)+hits <= c.maxTail(l.max, cs) {
 				p = Pred{Start: start, After: sl.n + uint32(hits)}
 			}
 		}
 		ask.Preds = append(ask.Preds, p)
 		n := 0
-		for j := len(st.slices) - 1; j >= 0 && n < maxAskEntries; j-- {
-			if st.slices[j].origin == 0 {
-				ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: st.start(j), Count: st.slices[j].n})
+		for j := st.sl.n - 1; j >= 0 && n < maxAskEntries; j-- {
+			if st.sl.origin(j) == 0 {
+				ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: st.start(j), Count: st.sl.count(j)})
 				n++
 			}
 		}
@@ -179,18 +184,18 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	cs := c.cluster.Load()
 	origin := c.originOf(from)
 	d := Decision{Allowed: true}
-	s := c.shardFor(ask.Key)
+	s, tag := c.locate(ask.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var at [MaxLimitsPerCall]int64
 	for i, l := range ls {
-		tab := s.table(l)
-		st, ok := tab.m[ask.Key]
+		var st state
+		ok := s.table(l).get(tag, ask.Key, s.buf(i), repeats(ls, i), &st)
 		var count int64
 		at[i] = now
 		if ok {
 			if st.expire(now, l.windowMs) {
-				s.store(l.slot, ask.Key, st, true)
+				s.store(l.slot, tag, ask.Key, &st)
 			}
 			count = st.count()
 		}
@@ -232,20 +237,17 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		if lease > 0 && cs != nil {
 			// What is left of the key's lease pool once the other nodes'
 			// leases are out, and no more than the window has room for.
-			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.leases.out(ref, origin, now), results[i].Remaining)
+			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.lent().out(ref, origin, now), results[i].Remaining)
 		}
 	}
 	if lease > 0 {
-		if s.leases == nil {
-			s.leases = &leases{}
-		}
 		// Counted against the pool until the holder has stopped using it
 		// (LeaseTime after the answer reached it, at most maxAnswerDelay
 		// after now) and what it admitted has reached this node (a grant's
 		// lifetime).
 		expires := now + maxAnswerDelay.Milliseconds() + cs.LeaseTime.Milliseconds() + ttl
 		for _, l := range ls {
-			if !s.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
+			if !s.coord.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
 				lease = 0 // refused for one limit: the holder takes none (a lease is taken for all of a check's limits or none)
 			}
 		}
@@ -261,7 +263,7 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 // Without it they would be counted until they expire.
 func (c *Counter) Release(t time.Time, from string, id uint64, key string, limitIDs []string) {
 	origin := c.originOf(from)
-	s := c.shardFor(key)
+	s, _ := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.coord == nil {
@@ -273,7 +275,7 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 			continue
 		}
 		s.coord.release(dirtyRef{slot: slot, key: key}, origin, id)
-		s.leases.unlend(dirtyRef{slot: slot, key: key}, origin, id)
+		s.coord.leases.unlend(dirtyRef{slot: slot, key: key}, origin, id)
 	}
 }
 
@@ -293,7 +295,7 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 		return
 	}
 	now := t.UnixMilli()
-	s := c.shardFor(key)
+	s, _ := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, l := range limits {
@@ -310,12 +312,25 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 	}
 }
 
+// lent returns the shard's leases, nil (empty) without coordination state.
+func (cs *coordState) lent() *leases {
+	if cs == nil {
+		return nil
+	}
+	return &cs.leases
+}
+
 // coordState is one shard's coordination state. Guarded by the shard's
 // mutex; a nil *coordState is empty.
 type coordState struct {
+	// leases are the leases this node holds and lends (lease.go).
+	leases leases
 	// grants are the grants this node made as coordinator that the merged
-	// slices may not show yet, per (limit, key).
-	grants map[dirtyRef][]grant
+	// slices may not show yet, per (limit, key). The map holds a pointer
+	// so that a list changes without an assignment, which would replace
+	// the map's copy of the key with the caller's (a Go map keeps the
+	// latest key assigned): an ask's key is the caller's to reuse (Ask).
+	grants map[dirtyRef]*[]grant
 	// denied holds, per (limit, key), the unix ms until which a
 	// coordinator's denial received here still holds.
 	denied map[dirtyRef]int64
@@ -334,29 +349,36 @@ type grant struct {
 
 func (cs *coordState) grant(ref dirtyRef, g grant) {
 	if cs.grants == nil {
-		cs.grants = make(map[dirtyRef][]grant)
+		cs.grants = make(map[dirtyRef]*[]grant)
 	}
 	gs := cs.grants[ref]
+	if gs == nil {
+		gs = new([]grant)
+		cs.grants[dirtyRef{slot: ref.slot, key: strings.Clone(ref.key)}] = gs
+	}
 	// Grants still pending on the same slice of the same asker land there
 	// too: the later one's count comes after theirs, whatever order the
 	// asker counts them in.
-	for _, o := range gs {
+	for _, o := range *gs {
 		if o.origin == g.origin && o.start == g.start {
 			g.after = max(g.after, o.after+g.hits)
 		}
 	}
-	cs.grants[ref] = append(gs, g)
+	*gs = append(*gs, g)
 }
 
 func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
 	gs := cs.grants[ref]
-	kept := gs[:0]
-	for _, g := range gs {
+	if gs == nil {
+		return
+	}
+	kept := (*gs)[:0]
+	for _, g := range *gs {
 		if g.origin != origin || g.id != id {
 			kept = append(kept, g)
 		}
 	}
-	cs.setGrants(ref, kept)
+	cs.setGrants(ref, gs, kept)
 }
 
 // settle drops the grants to origin with an id up to settled that st (the
@@ -366,26 +388,27 @@ func (cs *coordState) settle(ref dirtyRef, st *state, origin uint16, settled uin
 	if cs == nil {
 		return
 	}
-	gs, ok := cs.grants[ref]
-	if !ok {
+	gs := cs.grants[ref]
+	if gs == nil {
 		return
 	}
-	kept := gs[:0]
-	for _, g := range gs {
+	kept := (*gs)[:0]
+	for _, g := range *gs {
 		if g.origin == origin && g.id <= settled && st.grantGap(g) > 0 {
 			continue
 		}
 		kept = append(kept, g)
 	}
-	cs.setGrants(ref, kept)
+	cs.setGrants(ref, gs, kept)
 }
 
-func (cs *coordState) setGrants(ref dirtyRef, gs []grant) {
-	if len(gs) == 0 {
+// setGrants makes kept ref's list (at gs), dropping the entry when empty.
+func (cs *coordState) setGrants(ref dirtyRef, gs *[]grant, kept []grant) {
+	if len(kept) == 0 {
 		delete(cs.grants, ref)
 		return
 	}
-	cs.grants[ref] = gs
+	*gs = kept
 }
 
 // invisible returns how many granted hits of (limit, key) the state st
@@ -398,13 +421,13 @@ func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) in
 	if cs == nil || len(cs.grants) == 0 {
 		return 0
 	}
-	gs, ok := cs.grants[ref]
-	if !ok {
+	gs := cs.grants[ref]
+	if gs == nil {
 		return 0
 	}
 	var sum int64
-	kept := gs[:0]
-	for _, g := range gs {
+	kept := (*gs)[:0]
+	for _, g := range *gs {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -413,7 +436,7 @@ func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) in
 			kept = append(kept, g)
 		}
 	}
-	cs.setGrants(ref, kept)
+	cs.setGrants(ref, gs, kept)
 	return sum
 }
 
@@ -431,10 +454,10 @@ type gap struct{ start, n int64 }
 // leaves them in place.) Past the buffer's capacity a grant is summed into
 // the newest entry (a later start: the wait can only be longer).
 func (cs *coordState) gaps(ref dirtyRef, st *state, now, windowMs int64, dst []gap) []gap {
-	if cs == nil {
+	if cs == nil || cs.grants[ref] == nil {
 		return dst
 	}
-	for _, g := range cs.grants[ref] {
+	for _, g := range *cs.grants[ref] {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -462,16 +485,15 @@ func (cs *coordState) gaps(ref dirtyRef, st *state, now, windowMs int64, dst []g
 // grantGap is how many of g's hits st does not show.
 func (s *state) grantGap(g grant) int64 {
 	var n uint32
-	for j := range s.slices {
-		sl := &s.slices[j]
-		if sl.origin != g.origin {
+	for j := range s.sl.n {
+		if s.sl.origin(j) != g.origin {
 			continue
 		}
 		switch start := s.start(j); {
 		case start > g.start:
 			return 0
 		case start == g.start:
-			n = sl.n
+			n = s.sl.count(j)
 		}
 	}
 	if n >= g.after {
@@ -523,18 +545,19 @@ func (cs *coordState) sweep(now int64) {
 	if cs == nil {
 		return
 	}
+	cs.leases.sweep(now)
 	for k, u := range cs.denied {
 		if u <= now {
 			delete(cs.denied, k)
 		}
 	}
 	for k, gs := range cs.grants {
-		kept := gs[:0]
-		for _, g := range gs {
+		kept := (*gs)[:0]
+		for _, g := range *gs {
 			if g.expires > now {
 				kept = append(kept, g)
 			}
 		}
-		cs.setGrants(k, kept)
+		cs.setGrants(k, gs, kept)
 	}
 }

@@ -3,6 +3,7 @@ package counter
 import (
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,8 @@ type Counter struct {
 	infos   []limitInfo       // by slot
 	origins map[string]uint16 // peer node name -> origin number (0 is this node)
 	names   []string          // by origin number; names[0] is this node's name
+
+	merges sync.Pool // *mergeWork, reused by Merge
 
 	cluster atomic.Pointer[clusterState] // nil: single node
 	tickNo  atomic.Uint32                // AppendChanges calls: numbers the sync intervals
@@ -63,20 +66,43 @@ type shard struct {
 	hot       hotSet      // keys that reached HotShare of a limit (cluster mode)
 	restored  []dirtyRef  // keys whose own slices a peer gave back: sent on at the next AppendChanges
 	coord     *coordState // grants and remembered denials (coordinated cluster), nil until first used
-	leases    *leases     // leases held and lent (lease.go), nil until first used
 	cap       int         // this shard's share of MaxKeys: the shares add up to MaxKeys exactly
+	scratch   *scratch    // a call's states and the lists they move (packed.go), nil until first used
+	// 128 bytes a shard: neighbours never share a cache line.
+}
+
+// scratch is what a call of the shard works with, one of each per limit
+// of the call, reused so that a check allocates (and zeroes) nothing.
+// Guarded by the shard's mutex.
+type scratch struct {
+	bufs   [MaxLimitsPerCall]scratchBuf
+	states [MaxLimitsPerCall]state
+}
+
+func (s *shard) work() *scratch {
+	if s.scratch == nil {
+		s.scratch = new(scratch)
+	}
+	return s.scratch
+}
+
+// buf returns the i-th scratch buffer, for table.get.
+func (s *shard) buf(i int) *scratchBuf { return &s.work().bufs[i] }
+
+// unlock ends a call that used the first n of the scratch states. Their
+// slices point into the tables' slabs: dropped, they keep no slab alive
+// once it has grown (and the memory measured per client honest).
+func (s *shard) unlock(n int) {
+	for i := range s.scratch.states[:n] {
+		s.scratch.states[i].sl.b = nil
+	}
+	s.mu.Unlock()
 }
 
 // dirtyRef names a key with local changes since the last AppendChanges.
 type dirtyRef struct {
 	slot uint16
 	key  string
-}
-
-type table struct {
-	m        map[string]state
-	peak     int   // largest len(m) since the map was last rebuilt
-	windowMs int64 // the window of the slot's limit (part of its identity)
 }
 
 // New returns a Counter with the given configuration.
@@ -154,9 +180,17 @@ func (c *Counter) maxTail(max int64, cs *clusterState) int64 {
 	return max * c.tolPPM / 1e6
 }
 
-func (c *Counter) shardFor(key string) *shard {
-	return &c.shards[maphash.String(c.seed, key)&c.mask]
+// locate returns key's shard and its tag in the shard's tables: the low
+// bits of one hash pick the shard, the high half the table slot.
+func (c *Counter) locate(key string) (*shard, uint32) {
+	h := c.hash(key)
+	return &c.shards[h&c.mask], uint32(h >> 32)
 }
+
+func (c *Counter) hash(key string) uint64 { return maphash.String(c.seed, key) }
+
+// tagOf is key's tag, as locate returns it, for a key whose shard is known.
+func (c *Counter) tagOf(key string) uint32 { return uint32(c.hash(key) >> 32) }
 
 // AllowNow is shorthand for c.Allow(time.Now(), key, hits, limits, results).
 func (c *Counter) AllowNow(key string, hits int64, limits []Limit, results []Result) (Decision, error) {
@@ -213,17 +247,17 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	if !cs.coordinated() || cs.LeaseShare == 0 {
 		return d, nil
 	}
-	s := c.shardFor(key)
+	s, _ := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leases == nil {
+	if s.coord == nil {
 		return d, nil // no ask of this key was prepared here
 	}
 	// Until LeaseTime after this instant, the answer's: the coordinator
 	// counts the lease for LeaseTime, the longest answer delay and a
 	// grant's lifetime after it took the ask.
 	for _, l := range limits {
-		s.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen)
+		s.coord.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen)
 	}
 	return d, nil
 }
@@ -260,7 +294,6 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 	}
 	now := t.UnixMilli()
 	var (
-		states [MaxLimitsPerCall]state
 		found  [MaxLimitsPerCall]bool
 		dirty  [MaxLimitsPerCall]bool
 		leased [MaxLimitsPerCall]bool
@@ -269,12 +302,14 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 	d := Decision{Allowed: true}
 	cs := c.cluster.Load()
 	coordinated := cs.coordinated()
-	s := c.shardFor(key)
+	s, tag := c.locate(key)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	work := s.work()
+	states := &work.states
+	defer s.unlock(len(limits))
 	for i, l := range limits {
-		tab := s.table(l)
-		st, ok := tab.m[key]
+		st := &states[i]
+		ok := s.table(l).get(tag, key, &work.bufs[i], i > 0 && repeats(limits, i), st)
 		var count int64
 		at[i] = now
 		if ok {
@@ -286,10 +321,10 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		if s.coord != nil {
 			// Grants this node made as the key's coordinator that the
 			// merged slices do not show yet (coordinate.go).
-			pending = s.coord.invisible(dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs)
+			pending = s.coord.invisible(dirtyRef{slot: l.slot, key: key}, st, at[i], l.windowMs)
 			count += pending
 		}
-		states[i], found[i] = st, ok
+		found[i] = ok
 		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		var unacked int64
 		if cs != nil {
@@ -298,7 +333,6 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			if at[i]-c.tickAt.Load() < cs.graceMs {
 				unacked += int64(st.prev) // sent at the last tick, maybe not merged yet
 			}
-			states[i] = st
 		}
 		if r.Allowed && m == modeAuto && coordinated {
 			if until := s.coord.deniedUntil(dirtyRef{slot: l.slot, key: key}, at[i]); until > 0 {
@@ -311,7 +345,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			if unacked+hits > cs.blind(l.max, c.tolPPM) {
 				// Past the blind share: a lease from the coordinator, or
 				// the coordinator itself.
-				if s.leases.take(dirtyRef{slot: l.slot, key: key}, at[i], hits) {
+				if s.coord.lent().take(dirtyRef{slot: l.slot, key: key}, at[i], hits) {
 					leased[i] = true
 				} else {
 					d.Coordinate = true
@@ -328,7 +362,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			continue
 		}
 		if !r.Allowed {
-			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: key}, &st, at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
+			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: key}, st, at[i], l.windowMs, count, hits, l.max)) * time.Millisecond
 			r.Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
@@ -343,7 +377,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		for i, l := range limits {
 			if dirty[i] {
-				s.store(l.slot, key, states[i], true)
+				s.store(l.slot, tag, key, &states[i])
 			}
 			if results[i].Reset == 0 {
 				results[i].Reset = time.Duration(states[i].reset(at[i], l.windowMs)) * time.Millisecond
@@ -351,15 +385,23 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		return d, nil
 	}
+	if s.sweepFor(now, found[:len(limits)]) {
+		// The sweep rewrote the shard's blocks: read the states again.
+		for i, l := range limits {
+			if found[i] {
+				found[i] = s.reread(l, tag, key, i, repeats(limits, i), &states[i], at[i])
+			}
+		}
+	}
 	for i, l := range limits {
-		if !found[i] && !s.admit(now) {
+		if !found[i] && !s.room(&s.tables[l.slot]) {
 			d.Untracked = true
 			c.untracked.Add(1)
 			results[i].Remaining = l.max - hits
 			continue
 		}
 		if leased[i] {
-			s.leases.use(dirtyRef{slot: l.slot, key: key}, hits)
+			s.coord.leases.use(dirtyRef{slot: l.slot, key: key}, hits)
 		}
 		st := &states[i]
 		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))
@@ -367,17 +409,34 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			st.pending += uint32(hits) // st was rolled above
 			if !st.is(flagDirty) {
 				st.set(flagDirty, true)
-				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: key})
+				k := key
+				if m == modeDecide {
+					// An ask's key (Coordinate): the caller may reuse its
+					// bytes (Ask), so the list keeps a copy.
+					k = strings.Clone(key)
+				}
+				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: k})
 			}
 			if cs.isHot(results[i].Count+hits, l.max) {
 				s.hot.mark(l.slot, key)
 			}
 		}
-		s.store(l.slot, key, *st, found[i])
+		s.store(l.slot, tag, key, st)
 		results[i].Remaining = max(l.max-results[i].Count-hits, 0)
 		results[i].Reset = time.Duration(st.reset(at[i], l.windowMs)) * time.Millisecond
 	}
 	return d, nil
+}
+
+// repeats reports whether limits[i] is also an earlier limit of the call:
+// each gets its own copy of the state, as if the other were not there.
+func repeats(limits []Limit, i int) bool {
+	for _, l := range limits[:i] {
+		if l.slot == limits[i].slot {
+			return true
+		}
+	}
+	return false
 }
 
 // retryMs is the wait after which the same request fits, for a window
@@ -392,13 +451,13 @@ func (c *Counter) retryMs(s *shard, ref dirtyRef, st *state, now, windowMs, coun
 	}
 	// Slices and grants leave in start order, oldest first.
 	j := 0
-	for i := 0; i < len(st.slices) || j < len(gs); {
+	for i := 0; i < st.sl.n || j < len(gs); {
 		var start, n int64
-		if j < len(gs) && (i == len(st.slices) || gs[j].start < st.start(i)) {
+		if j < len(gs) && (i == st.sl.n || gs[j].start < st.start(i)) {
 			start, n = gs[j].start, gs[j].n
 			j++
 		} else {
-			start, n = st.start(i), int64(st.slices[i].n)
+			start, n = st.start(i), int64(st.sl.count(i))
 			i++
 		}
 		if count -= n; count+hits <= max {
@@ -426,30 +485,16 @@ func (s *shard) table(l Limit) *table {
 		s.tables = append(s.tables, make([]table, int(l.slot)+1-len(s.tables))...)
 	}
 	t := &s.tables[l.slot]
-	if t.m == nil {
-		t.m = make(map[string]state)
+	if t.windowMs == 0 {
 		t.windowMs = l.windowMs
 	}
 	return t
 }
 
-// store writes st back for key, which existed in the table or not, deleting
-// the entry when its window is empty.
-func (s *shard) store(slot uint16, key string, st state, existed bool) {
-	t := &s.tables[slot]
-	if len(st.slices) == 0 {
-		if existed {
-			delete(t.m, key)
-			s.keys--
-		}
-		return
-	}
-	if !existed {
-		// Clone: the caller's key may point into a larger buffer (a request
-		// line) that the map would otherwise keep alive.
-		key = string([]byte(key))
-		s.keys++
-		t.peak = max(t.peak, len(t.m)+1)
-	}
-	t.m[key] = st
+// store writes st back as key's state in the slot's table, dropping the
+// key when its window is empty. The table copies the key's bytes when it
+// adds the key, so the caller's key (a request line, a decode buffer) is
+// never retained.
+func (s *shard) store(slot uint16, tag uint32, key string, st *state) {
+	s.keys += s.tables[slot].put(tag, key, st)
 }

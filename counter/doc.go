@@ -219,9 +219,15 @@
 // # Memory and the key cap
 //
 // A (limit, key) pair whose window is empty is dropped, when a check finds it
-// so or when Sweep runs. A slice costs 12 bytes; a pair at HS1 traffic costs
-// about 190 bytes in all (BENCHMARKS.md). Config.MaxKeys caps the pairs
-// tracked at once. When a shard is full, a new key first triggers a sweep of
+// so or when Sweep runs. Each limit's pairs in a shard live in one
+// open-addressed index over a slab of blocks: a block holds the pair's
+// bookkeeping, the key's bytes and its slices, 6 bytes a slice when every
+// slice of the pair fits (offset within 4.6 hours of the first, count up
+// to 65,535, one of the first 256 origins) and 10 otherwise, each value
+// kept exactly; the index costs 8 bytes a slot. A pair at HS1 traffic costs
+// about 120 bytes in all (BENCHMARKS.md). Sweep also gives back the memory
+// of a flood of keys that has left. Config.MaxKeys caps the pairs tracked
+// at once. When a shard is full, a new key first triggers a sweep of
 // the shard (at most once a second); if the shard is still full, the request
 // is allowed without being counted (Decision.Untracked, Stats.Untracked).
 // This keeps NFR2 and NFR3: the cap never rejects anyone and never takes

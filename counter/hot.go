@@ -1,6 +1,9 @@
 package counter
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // hotSet is a shard's set of keys that reached HotShare of a limit: the
 // candidates for anti-entropy. Without it every anti-entropy round scanned
@@ -10,15 +13,17 @@ import "time"
 // keys. Guarded by the shard's mutex.
 type hotSet map[dirtyRef]struct{}
 
+// mark adds (slot, key) to the set. It keeps a copy of key, made only
+// when the key is new to the set: the caller's may alias a buffer it
+// reuses (Merge's entries).
 func (h *hotSet) mark(slot uint16, key string) {
-	ref := dirtyRef{slot: slot, key: key}
-	if _, ok := (*h)[ref]; ok {
+	if _, ok := (*h)[dirtyRef{slot: slot, key: key}]; ok {
 		return
 	}
 	if *h == nil {
 		*h = make(hotSet)
 	}
-	(*h)[ref] = struct{}{}
+	(*h)[dirtyRef{slot: slot, key: strings.Clone(key)}] = struct{}{}
 }
 
 // isHot reports whether a window counting count of a limit of max is at
@@ -49,8 +54,8 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 				continue
 			}
 			t := &s.tables[ref.slot]
-			st, ok := t.m[ref.key]
-			if !ok {
+			var st state
+			if !t.get(c.tagOf(ref.key), ref.key, s.buf(0), false, &st) {
 				delete(s.hot, ref)
 				continue
 			}

@@ -1,5 +1,7 @@
 package counter
 
+import "strings"
+
 // Leases (ClusterConfig.LeaseShare): a key's coordinator lends a node that
 // keeps asking about the key part of the key's blind pool, to decide
 // locally, without the network, until it is used up or LeaseTime has
@@ -39,10 +41,18 @@ type lentLease struct {
 }
 
 // leases is one shard's lease state. Guarded by the shard's mutex; a nil
-// *leases is empty.
+// *leases is empty. The maps hold pointers, and a new entry's key is
+// copied, so that no caller's key string is kept (a Go map keeps the key
+// of the latest assignment, and callers' keys may alias a buffer).
 type leases struct {
-	held map[dirtyRef]heldLease
-	lent map[dirtyRef][]lentLease
+	held map[dirtyRef]*heldLease
+	lent map[dirtyRef]*[]lentLease
+}
+
+// owned returns ref with a key of its own, for a new map entry.
+func owned(ref dirtyRef) dirtyRef {
+	ref.key = strings.Clone(ref.key)
+	return ref
 }
 
 // maxLeases caps the leases held and the keys with leases lent per shard:
@@ -68,9 +78,7 @@ func (ls *leases) take(ref dirtyRef, now, hits int64) bool {
 
 // use spends hits of the lease on ref, which take found live.
 func (ls *leases) use(ref dirtyRef, hits int64) {
-	h := ls.held[ref]
-	h.left -= uint32(hits)
-	ls.held[ref] = h
+	ls.held[ref].left -= uint32(hits)
 }
 
 // hold takes a lease of hits on ref until the given instant, lent in
@@ -82,7 +90,6 @@ func (ls *leases) hold(ref dirtyRef, hits, until int64, gen uint32) {
 		return
 	}
 	h.left, h.until = uint32(min(hits, MaxLimit)), until
-	ls.held[ref] = h
 }
 
 // ask drops the leases held on refs (the limits of one check), whose
@@ -91,18 +98,23 @@ func (ls *leases) hold(ref dirtyRef, hits, until int64, gen uint32) {
 // returns the new ask's number, one for all of them.
 func (ls *leases) ask(refs []dirtyRef, now int64) uint32 {
 	if ls.held == nil {
-		ls.held = make(map[dirtyRef]heldLease)
+		ls.held = make(map[dirtyRef]*heldLease)
 	}
-	var gen uint32
+	var gen uint32 = 1
 	for _, ref := range refs {
-		gen = max(gen, ls.held[ref].gen+1)
-	}
-	for _, ref := range refs {
-		if _, ok := ls.held[ref]; !ok && len(ls.held) >= maxLeases {
-			delete(ls.held, ref) // no lease will be taken: hold finds no entry
-			continue
+		if h, ok := ls.held[ref]; ok {
+			gen = max(gen, h.gen+1)
 		}
-		ls.held[ref] = heldLease{gen: gen, asked: now}
+	}
+	for _, ref := range refs {
+		h, ok := ls.held[ref]
+		switch {
+		case ok:
+			*h = heldLease{gen: gen, asked: now}
+		case len(ls.held) < maxLeases:
+			ls.held[owned(ref)] = &heldLease{gen: gen, asked: now}
+		}
+		// else no lease will be taken: hold finds no entry
 	}
 	return gen
 }
@@ -118,8 +130,8 @@ func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
 		return 0
 	}
 	var sum int64
-	kept := lent[:0]
-	for _, l := range lent {
+	kept := (*lent)[:0]
+	for _, l := range *lent {
 		if l.expires <= now {
 			continue
 		}
@@ -128,7 +140,7 @@ func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
 			sum += int64(l.hits)
 		}
 	}
-	ls.setLent(ref, kept)
+	ls.setLent(ref, lent, kept)
 	return sum
 }
 
@@ -140,24 +152,28 @@ func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
 // would not take it.
 func (ls *leases) lend(ref dirtyRef, l lentLease) bool {
 	if ls.lent == nil {
-		ls.lent = make(map[dirtyRef][]lentLease)
+		ls.lent = make(map[dirtyRef]*[]lentLease)
 	}
 	lent, ok := ls.lent[ref]
-	if !ok && len(ls.lent) >= maxLeases {
-		return false
+	if !ok {
+		if len(ls.lent) >= maxLeases {
+			return false
+		}
+		lent = new([]lentLease)
+		ls.lent[owned(ref)] = lent
 	}
-	for _, o := range lent {
+	for _, o := range *lent {
 		if o.origin == l.origin && o.gen > l.gen {
 			return false // a newer ask of the holder's was decided: it will not take this one
 		}
 	}
-	kept := lent[:0]
-	for _, o := range lent {
+	kept := (*lent)[:0]
+	for _, o := range *lent {
 		if o.origin != l.origin {
 			kept = append(kept, o)
 		}
 	}
-	ls.lent[ref] = append(kept, l)
+	*lent = append(kept, l)
 	return true
 }
 
@@ -167,22 +183,27 @@ func (ls *leases) unlend(ref dirtyRef, origin uint16, id uint64) {
 	if ls == nil {
 		return
 	}
-	lent := ls.lent[ref]
-	kept := lent[:0]
-	for _, l := range lent {
+	lent, ok := ls.lent[ref]
+	if !ok {
+		return
+	}
+	kept := (*lent)[:0]
+	for _, l := range *lent {
 		if l.origin != origin || l.id != id {
 			kept = append(kept, l)
 		}
 	}
-	ls.setLent(ref, kept)
+	ls.setLent(ref, lent, kept)
 }
 
-func (ls *leases) setLent(ref dirtyRef, lent []lentLease) {
-	if len(lent) == 0 {
+// setLent stores kept as ref's leases, through their pointer, dropping
+// the entry when none is left.
+func (ls *leases) setLent(ref dirtyRef, lent *[]lentLease, kept []lentLease) {
+	if len(kept) == 0 {
 		delete(ls.lent, ref)
 		return
 	}
-	ls.lent[ref] = lent
+	*lent = kept
 }
 
 // sweep drops expired leases, held and lent.
@@ -196,13 +217,13 @@ func (ls *leases) sweep(now int64) {
 		}
 	}
 	for k, lent := range ls.lent {
-		kept := lent[:0]
-		for _, l := range lent {
+		kept := (*lent)[:0]
+		for _, l := range *lent {
 			if l.expires > now {
 				kept = append(kept, l)
 			}
 		}
-		ls.setLent(k, kept)
+		ls.setLent(k, lent, kept)
 	}
 }
 

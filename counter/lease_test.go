@@ -64,7 +64,7 @@ func TestStrandedLeaseNeverDenies(t *testing.T) {
 		if accepted != 100 {
 			t.Fatalf("the holder's burst: %d of 100 accepted", accepted)
 		}
-		if cl.nodes[holder].shardFor("k").leases == nil {
+		if s, _ := cl.nodes[holder].locate("k"); s.coord.lent() == nil || len(s.coord.leases.held) == 0 {
 			t.Fatal("the holder took no lease")
 		}
 		if dies {
@@ -100,8 +100,8 @@ func TestLeasesStayWithinTheirShare(t *testing.T) {
 	arr := burst(0, 8, 2000, 4000)
 	for _, a := range arr {
 		cl.check(a.t, a.node, "k", 1)
-		s := kc.shardFor("k")
-		out := s.leases.out(dirtyRef{slot: cl.lims[k].slot, key: "k"}, 0xffff, a.t)
+		s, _ := kc.locate("k")
+		out := s.coord.lent().out(dirtyRef{slot: cl.lims[k].slot, key: "k"}, 0xffff, a.t)
 		if out > limitCap {
 			t.Fatalf("at %d ms %d hits lent, more than the cap %d", a.t, out, limitCap)
 		}

@@ -49,14 +49,14 @@ func (c *Counter) Peek(now time.Time, key string, hits int64, limits []Limit, re
 	nowMs := now.UnixMilli()
 	coordinated := c.cluster.Load().coordinated()
 	d := Decision{Allowed: true}
-	s := c.shardFor(key)
+	s, tag := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, l := range limits {
 		ref := dirtyRef{slot: l.slot, key: key}
 		// A copy whose slice list starts at the first live slice: the
 		// view Allow has after expire, without writing the expiry back.
-		st, at := s.view(l, key, nowMs)
+		st, at := s.view(l, tag, key, nowMs, i)
 		pending := s.coord.pendingAt(ref, &st, at, l.windowMs)
 		count := st.count() + pending
 		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
@@ -80,23 +80,24 @@ func (c *Counter) Peek(now time.Time, key string, hits int64, limits []Limit, re
 
 // view returns key's state for l as Allow sees it after clamping now and
 // expiring old slices, and the clamped instant, without changing the shard:
-// no table is created, and the copy's slices are a subslice of the stored
-// ones, which the caller only reads. An untracked key gives the empty state.
-func (s *shard) view(l Limit, key string, now int64) (state, int64) {
+// no table is created, and the state only reads the table's slices (a
+// view that starts at the first live one). An untracked key gives the
+// empty state.
+func (s *shard) view(l Limit, tag uint32, key string, now int64, buf int) (state, int64) {
 	if int(l.slot) >= len(s.tables) {
 		return state{}, now
 	}
-	st, ok := s.tables[l.slot].m[key]
-	if !ok {
+	var st state
+	if !s.tables[l.slot].get(tag, key, s.buf(buf), false, &st) {
 		return state{}, now
 	}
 	at := st.clamp(now)
 	cut := at - l.windowMs
 	i := 0
-	for i < len(st.slices) && st.start(i) <= cut {
+	for i < st.sl.n && st.start(i) <= cut {
 		i++
 	}
-	st.slices = st.slices[i:]
+	st.sl = st.sl.from(i)
 	return st, at
 }
 
@@ -106,8 +107,12 @@ func (cs *coordState) pendingAt(ref dirtyRef, st *state, now, windowMs int64) in
 	if cs == nil || len(cs.grants) == 0 {
 		return 0
 	}
+	gs := cs.grants[ref]
+	if gs == nil {
+		return 0
+	}
 	var sum int64
-	for _, g := range cs.grants[ref] {
+	for _, g := range *gs {
 		if g.live(now, windowMs) {
 			sum += max(st.grantGap(g), 0)
 		}

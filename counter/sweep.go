@@ -6,46 +6,89 @@ import "time"
 // for expired keys before it turns a new key away.
 const sweepEvery = int64(time.Second / time.Millisecond)
 
-// admit reports whether the shard may track one more key at now. At the cap
-// it first sweeps expired keys, at most once per sweepEvery.
-func (s *shard) admit(now int64) bool {
-	if s.keys < s.cap {
+// admit reports whether the shard may track one more key of table t at
+// now. At the cap it first sweeps expired keys, at most once per
+// sweepEvery. The sweep rewrites blocks: no other state of the shard may
+// be in use (Allow sweeps before its stores, sweepFor).
+func (s *shard) admit(now int64, t *table) bool {
+	if s.room(t) {
 		return true
+	}
+	if t.full() {
+		return false
 	}
 	if now-s.lastSweep >= sweepEvery {
 		s.lastSweep = now
 		s.sweep(now)
 	}
-	return s.keys < s.cap
+	return s.room(t)
+}
+
+// room reports whether the shard may track one more key of table t.
+func (s *shard) room(t *table) bool { return s.keys < s.cap && !t.full() }
+
+// sweepFor is admit's sweep for a check whose new keys (the limits not
+// found) may not all fit: it sweeps, at most once per sweepEvery, before
+// the check stores anything, and reports whether it did. The check then
+// reads its states again (reread) and admits its new keys by room.
+func (s *shard) sweepFor(now int64, found []bool) bool {
+	n := 0
+	for _, f := range found {
+		if !f {
+			n++
+		}
+	}
+	if n == 0 || s.keys+n <= s.cap || now-s.lastSweep < sweepEvery {
+		return false
+	}
+	s.lastSweep = now
+	s.sweep(now)
+	return true
+}
+
+// reread reads st again after a sweep, as Allow's first loop left it:
+// expired at at, with the interval bookkeeping it had rolled. It reports
+// whether the key is still tracked (the sweep drops a key whose window
+// emptied; it is then a new key).
+func (s *shard) reread(l Limit, tag uint32, key string, i int, private bool, st *state, at int64) bool {
+	pending, prev, meta := st.pending, st.prev, st.meta
+	ok := s.tables[l.slot].get(tag, key, s.buf(i), private, st)
+	if ok {
+		st.expire(at, l.windowMs)
+	}
+	st.pending, st.prev, st.meta = pending, prev, meta
+	return ok
 }
 
 // sweep drops every key whose window is empty at now.
 func (s *shard) sweep(now int64) int {
 	removed := 0
 	s.coord.sweep(now)
-	s.leases.sweep(now)
+	buf := s.buf(0)
 	for slot := range s.tables {
 		t := &s.tables[slot]
-		for k, st := range t.m {
-			if st.expire(now, t.windowMs) {
-				if len(st.slices) == 0 {
-					delete(t.m, k)
-					s.keys--
-					removed++
-					continue
-				}
-				t.m[k] = st
+		t.scan(func(i int) bool {
+			e := t.idx[i]
+			var st state
+			t.slab.load(uint32(e), buf, false, &st)
+			if !st.expire(now, t.windowMs) {
+				return false
 			}
-		}
-		// Go maps never shrink; after a flood of unique keys, rebuild the
-		// map so its memory goes back to the runtime.
-		if t.peak >= 4096 && len(t.m) < t.peak/4 {
-			m := make(map[string]state, len(t.m))
-			for k, st := range t.m {
-				m[k] = st
+			if st.sl.n > 0 {
+				t.idx[i] = entry(uint32(e>>32), t.slab.restore(uint32(e), &st))
+				return false
 			}
-			t.m, t.peak = m, len(m)
-		}
+			t.removeAt(i)
+			t.slab.release(uint32(e))
+			t.n--
+			s.keys--
+			removed++
+			return true
+		})
+		// Neither the index nor the slab shrinks by itself; after a flood
+		// of unique keys, rebuild them so their memory goes back to the
+		// runtime.
+		t.compact()
 	}
 	return removed
 }

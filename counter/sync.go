@@ -12,6 +12,13 @@ import (
 // absolute, not increments: Merge keeps the largest count it has seen for
 // (Limit, Key, Origin, Start), so entries may be lost, duplicated, reordered
 // or re-sent without ever over-counting.
+//
+// Merge does not retain the strings of entries; it copies what it keeps (a
+// new key's bytes into its table, a key new to the hot set or the restored
+// list, a new origin's name). A decoder may hand Merge strings over a
+// buffer that it overwrites once Merge returns. The entries that the
+// counter returns (AppendChanges, AppendState, AppendHot) are the
+// counter's own strings and stay valid.
 type Entry struct {
 	// Limit is the limit's identity, "name|window_ms|slices" (LimitID).
 	Limit string
@@ -44,94 +51,6 @@ type MergeStats struct {
 	// forged entry, dropped so that no message makes a key's slices grow
 	// without bound.
 	Refused int
-}
-
-// Merge adds peers' entries at now. An entry whose Origin is this node's own
-// name (sent back by a peer after a restart) restores a local slice, which
-// is then closed: new local requests start a new slice, so a restored
-// slice's unknown tail can never grow past the bound. A new slice of an
-// origin that already has as many slices of the key as its window can hold
-// is refused (MergeStats.Refused), so no message can grow a key without
-// bound.
-func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
-	var ms MergeStats
-	nowMs := now.UnixMilli()
-	cs := c.cluster.Load()
-	var (
-		lastID   string
-		lastInfo limitInfo
-		lastSlot uint16
-		lastOK   bool
-		lastOrig string
-		origin   uint16
-		// The (limit, key, origin) last refused: a forged message's
-		// entries come together, and counting that origin's slices again
-		// for each of them would cost what the bound saves.
-		fullSet  bool
-		fullSlot uint16
-		fullKey  string
-		fullOrig uint16
-	)
-	for i := range entries {
-		e := &entries[i]
-		if i == 0 || e.Limit != lastID {
-			lastID = e.Limit
-			lastSlot, lastInfo, lastOK = c.lookupLimit(e.Limit)
-		}
-		if !lastOK {
-			ms.Unknown++
-			continue
-		}
-		if e.Start <= nowMs-lastInfo.windowMs || e.Start > nowMs+lastInfo.windowMs || e.Count == 0 {
-			ms.Expired++
-			continue
-		}
-		if i == 0 || e.Origin != lastOrig {
-			lastOrig = e.Origin
-			origin = c.originOf(e.Origin)
-		}
-		s := c.shardFor(e.Key)
-		s.mu.Lock()
-		tab := s.table(Limit{slot: lastSlot, windowMs: lastInfo.windowMs})
-		st, found := tab.m[e.Key]
-		if found {
-			st.expire(nowMs, lastInfo.windowMs)
-		} else if !s.admit(nowMs) {
-			s.mu.Unlock()
-			ms.NoRoom++
-			continue
-		}
-		full := fullSet && fullSlot == lastSlot && fullOrig == origin && fullKey == e.Key
-		changed, refused := st.merge(origin, e.Start, e.Count, lastInfo.perOrigin(), full)
-		if refused && !full {
-			fullSet, fullSlot, fullKey, fullOrig = true, lastSlot, e.Key, origin
-		}
-		if changed {
-			ms.Merged++
-			if cs != nil && cs.isHot(st.count(), lastInfo.max) {
-				s.hot.mark(lastSlot, e.Key)
-			}
-			if origin == 0 {
-				// Our own slice from before a restart: closed to new requests.
-				// The next AppendChanges sends it on to every peer: a peer that
-				// restarted at the same time lost it too, and learns a third
-				// node's slices only from that node (StateFor carries the
-				// sender's and the receiver's own).
-				st.set(flagClosed, true)
-				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
-				if ref := (dirtyRef{slot: lastSlot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
-					s.restored = append(s.restored, ref) // a key's slices come together: list it once
-				}
-			}
-		} else if refused {
-			ms.Refused++
-		} else {
-			ms.Unchanged++
-		}
-		s.store(lastSlot, e.Key, st, found)
-		s.mu.Unlock()
-	}
-	return ms
 }
 
 func (c *Counter) lookupLimit(id string) (uint16, limitInfo, bool) {
@@ -191,13 +110,16 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		s.mu.Lock()
 		for _, ref := range s.dirty {
 			t := &s.tables[ref.slot]
-			st, ok := t.m[ref.key]
+			tag := c.tagOf(ref.key)
+			var st state
+			ok := t.get(tag, ref.key, s.buf(0), false, &st)
 			if !ok || !st.is(flagDirty) {
 				continue
 			}
 			resend := st.sentSliceGrew(tick)
 			newest := uint32(0)
-			for _, sl := range st.slices {
+			for j := range st.sl.n {
+				sl := st.sl.at(j)
 				if sl.origin != 0 || sl.off < st.sentOff {
 					continue
 				}
@@ -212,7 +134,7 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 			}
 			st.sentOff = newest
 			st.set(flagDirty, false)
-			t.m[ref.key] = st
+			s.store(ref.slot, tag, ref.key, &st)
 		}
 		clear(s.dirty)
 		s.dirty = s.dirty[:0]
@@ -223,11 +145,12 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		}
 		for _, ref := range s.restored {
 			t := &s.tables[ref.slot]
-			st, ok := t.m[ref.key]
-			if !ok {
+			var st state
+			if !t.get(c.tagOf(ref.key), ref.key, s.buf(0), false, &st) {
 				continue
 			}
-			for j, sl := range st.slices {
+			for j := range st.sl.n {
+				sl := st.sl.at(j)
 				// Restored slices lie before sentOff; from sentOff on, the
 				// dirty list above sends what changed.
 				if start := st.start(j); sl.origin == 0 && sl.off < st.sentOff && start > nowMs-t.windowMs {
@@ -268,9 +191,9 @@ func (s *state) sentSliceGrew(tick uint32) bool {
 		return true // not rolled recently: no estimate, send as before
 	}
 	var opened uint64
-	for _, sl := range s.slices {
-		if sl.origin == 0 && sl.off > s.sentOff {
-			opened += uint64(sl.n)
+	for j := range s.sl.n {
+		if s.sl.origin(j) == 0 && s.sl.off(j) > s.sentOff {
+			opened += uint64(s.sl.count(j))
 		}
 	}
 	return since > opened
@@ -296,12 +219,22 @@ func (c *Counter) AppendState(dst []Entry, now time.Time, origin string, minShar
 			if slot >= len(ids) {
 				continue
 			}
-			for key, st := range t.m {
+			t.scan(func(i int) bool {
+				ref := uint32(t.idx[i])
+				var st state
+				t.slab.load(ref, s.buf(0), false, &st)
 				if minShare > 0 && float64(st.liveCount(nowMs, t.windowMs)) < minShare*float64(maxes[slot]) {
-					continue
+					return false
 				}
-				dst = st.appendOrigin(dst, ids[slot], key, origin, o, nowMs, t.windowMs)
-			}
+				if st.hasOrigin(o, nowMs, t.windowMs) {
+					// The table holds the key's bytes, not a string: a
+					// copy per key sent (AppendState serves a peer's
+					// (re)join, not every tick).
+					k, _ := t.slab.key(ref)
+					dst = st.appendOrigin(dst, ids[slot], string(k), origin, o, nowMs, t.windowMs)
+				}
+				return false
+			})
 		}
 		s.mu.Unlock()
 	}
@@ -322,20 +255,30 @@ func originIndex(names []string, origin string) int {
 // window ending at nowMs (expire need not have run).
 func (s *state) liveCount(nowMs, windowMs int64) int64 {
 	var n int64
-	for j, sl := range s.slices {
+	for j := range s.sl.n {
 		if s.start(j) > nowMs-windowMs {
-			n += int64(sl.n)
+			n += int64(s.sl.count(j))
 		}
 	}
 	return n
 }
 
+// hasOrigin reports whether origin number o has a live slice here.
+func (s *state) hasOrigin(o int, nowMs, windowMs int64) bool {
+	for j := range s.sl.n {
+		if int(s.sl.origin(j)) == o && s.start(j) > nowMs-windowMs {
+			return true
+		}
+	}
+	return false
+}
+
 // appendOrigin appends the live slices of origin number o as entries of
 // (limitID, key).
 func (s *state) appendOrigin(dst []Entry, limitID, key, origin string, o int, nowMs, windowMs int64) []Entry {
-	for j, sl := range s.slices {
-		if int(sl.origin) == o && s.start(j) > nowMs-windowMs {
-			dst = append(dst, Entry{Limit: limitID, Key: key, Origin: origin, Start: s.start(j), Count: sl.n})
+	for j := range s.sl.n {
+		if int(s.sl.origin(j)) == o && s.start(j) > nowMs-windowMs {
+			dst = append(dst, Entry{Limit: limitID, Key: key, Origin: origin, Start: s.start(j), Count: s.sl.count(j)})
 		}
 	}
 	return dst

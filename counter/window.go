@@ -3,7 +3,6 @@ package counter
 import (
 	"cmp"
 	"math"
-	"slices"
 )
 
 // slice is one slice of one key's window: the requests an origin accepted
@@ -17,16 +16,18 @@ type slice struct {
 // state is the window of one (limit, key) pair. Slices are kept in order of
 // start. Only the newest slice of the local origin is open for new requests.
 //
-// The fields are packed (48 bytes with the slice header) because a state
-// is most of what a tracked client costs.
+// A state is its table's block as a call sees it (table.get): the fields
+// are copies, written back by table.put; the slices are read and changed
+// where the table keeps them, packed (packed.go), because the slices are
+// most of what a tracked client costs.
 type state struct {
-	base    int64   // unix ms that slice offsets are relative to
-	sentOff uint32  // offset of the newest local slice at the last AppendChanges
-	pending uint32  // local hits in the current sync interval (cluster mode)
-	prev    uint32  // local hits in the previous sync interval (cluster mode)
-	head    uint16  // requests at the first instant of the newest local slice, saturating
-	meta    uint16  // tickBits: the interval pending belongs to; flagDirty, flagClosed
-	slices  []slice // ordered by start, then origin
+	base    int64  // unix ms that slice offsets are relative to
+	sentOff uint32 // offset of the newest local slice at the last AppendChanges
+	pending uint32 // local hits in the current sync interval (cluster mode)
+	prev    uint32 // local hits in the previous sync interval (cluster mode)
+	head    uint16 // requests at the first instant of the newest local slice, saturating
+	meta    uint16 // tickBits: the interval pending belongs to; flagDirty, flagClosed
+	sl      packed // ordered by start, then origin
 }
 
 const (
@@ -56,7 +57,7 @@ func (s *state) addHead(hits uint32) {
 // every offset far from uint32 overflow (live slices span under MaxWindow).
 const rebaseAt = 1 << 31
 
-func (s *state) start(i int) int64 { return s.base + int64(s.slices[i].off) }
+func (s *state) start(i int) int64 { return s.base + int64(s.sl.off(i)) }
 
 // expire drops every slice whose start is at or before now-window: such a
 // slice may hold requests older than the window, so counting it could
@@ -64,21 +65,16 @@ func (s *state) start(i int) int64 { return s.base + int64(s.slices[i].off) }
 func (s *state) expire(now, windowMs int64) bool {
 	cut := now - windowMs
 	i := 0
-	for i < len(s.slices) && s.start(i) <= cut {
+	for i < s.sl.n && s.start(i) <= cut {
 		i++
 	}
 	if i == 0 {
 		return false
 	}
-	// Shift down in place so the backing array is reused, not regrown.
-	n := copy(s.slices, s.slices[i:])
-	clear(s.slices[n:])
-	s.slices = s.slices[:n]
-	if n > 0 && s.slices[0].off >= rebaseAt {
-		d := s.slices[0].off
-		for j := range s.slices {
-			s.slices[j].off -= d
-		}
+	s.sl.dropFront(i)
+	if s.sl.n > 0 && s.sl.off(0) >= rebaseAt {
+		d := s.sl.off(0)
+		s.sl.shift(-d)
 		s.sentOff -= min(s.sentOff, d)
 		s.base += int64(d)
 	}
@@ -89,13 +85,14 @@ func (s *state) expire(now, windowMs int64) bool {
 // back to start if start is earlier (a peer's slice, or an empty state).
 func (s *state) offsetOf(start int64) uint32 {
 	switch {
-	case len(s.slices) == 0:
+	case s.sl.n == 0:
 		s.base, s.sentOff = start, 0
+		if !s.sl.wide {
+			s.sl.off0 = 0
+		}
 	case start < s.base:
 		d := uint32(s.base - start)
-		for j := range s.slices {
-			s.slices[j].off += d
-		}
+		s.sl.shift(d)
 		s.sentOff += d
 		s.base = start
 	}
@@ -121,18 +118,12 @@ func (s *state) roll(tickNo uint32) {
 }
 
 // count returns the requests counted in the window (call expire first).
-func (s *state) count() int64 {
-	var c int64
-	for _, sl := range s.slices {
-		c += int64(sl.n)
-	}
-	return c
-}
+func (s *state) count() int64 { return s.sl.sum() }
 
 // newestLocal returns the index of the newest local slice, or -1.
 func (s *state) newestLocal() int {
-	for i := len(s.slices) - 1; i >= 0; i-- {
-		if s.slices[i].origin == 0 {
+	for i := s.sl.n - 1; i >= 0; i-- {
+		if s.sl.origin(i) == 0 {
 			return i
 		}
 	}
@@ -159,15 +150,15 @@ func (s *state) clamp(now int64) int64 {
 // slice starts at now.
 func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
 	if i := s.newestLocal(); i >= 0 && !s.is(flagClosed) {
-		sl := &s.slices[i]
+		n := s.sl.count(i)
 		st := s.start(i)
 		switch {
-		case now == st && uint64(sl.n)+uint64(hits) <= math.MaxUint32:
-			sl.n += hits
+		case now == st && uint64(n)+uint64(hits) <= math.MaxUint32:
+			s.sl.setCount(i, n+hits)
 			s.addHead(hits)
 			return
-		case now-st < sliceMs && int64(sl.n)-int64(s.head)+int64(hits) <= maxTail:
-			sl.n += hits
+		case now-st < sliceMs && int64(n)-int64(s.head)+int64(hits) <= maxTail:
+			s.sl.setCount(i, n+hits)
 			return
 		}
 	}
@@ -180,13 +171,11 @@ func (s *state) add(now int64, hits uint32, sliceMs int64, maxTail int64) {
 // insert puts sl in start order. A peer's slice may start after this node's
 // newest one (clocks differ, messages arrive late), so it is not always last.
 func (s *state) insert(sl slice) {
-	i := len(s.slices)
-	for i > 0 && (s.slices[i-1].off > sl.off || s.slices[i-1].off == sl.off && s.slices[i-1].origin > sl.origin) {
+	i := s.sl.n
+	for i > 0 && (s.sl.off(i-1) > sl.off || s.sl.off(i-1) == sl.off && s.sl.origin(i-1) > sl.origin) {
 		i--
 	}
-	s.slices = append(s.slices, slice{})
-	copy(s.slices[i+1:], s.slices[i:])
-	s.slices[i] = sl
+	s.sl.insert(i, sl)
 }
 
 // merge records that origin counted n requests in its slice starting at
@@ -202,28 +191,35 @@ func (s *state) insert(sl slice) {
 // spares the count.
 func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int, full bool) (changed, refused bool) {
 	off := s.offsetOf(start)
-	i, found := slices.BinarySearchFunc(s.slices, slice{off: off, origin: origin}, func(a, b slice) int {
-		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.origin, b.origin))
-	})
-	if found {
-		if sl := &s.slices[i]; n > sl.n {
-			sl.n = n
+	// The first slice at or after (off, origin).
+	i, j := 0, s.sl.n
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if cmp.Or(cmp.Compare(s.sl.off(m), off), cmp.Compare(s.sl.origin(m), origin)) < 0 {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	if i < s.sl.n && s.sl.off(i) == off && s.sl.origin(i) == origin {
+		if n > s.sl.count(i) {
+			s.sl.setCount(i, n)
 			return true, false
 		}
 		return false, false
 	}
-	if full || len(s.slices) >= perOrigin && s.countOrigin(origin) >= perOrigin {
+	if full || s.sl.n >= perOrigin && s.countOrigin(origin) >= perOrigin {
 		return false, true
 	}
-	s.slices = slices.Insert(s.slices, i, slice{off: off, n: n, origin: origin})
+	s.sl.insert(i, slice{off: off, n: n, origin: origin})
 	return true, false
 }
 
 // countOrigin returns how many slices origin has here.
 func (s *state) countOrigin(origin uint16) int {
 	k := 0
-	for _, sl := range s.slices {
-		if sl.origin == origin {
+	for i := range s.sl.n {
+		if s.sl.origin(i) == origin {
 			k++
 		}
 	}
@@ -234,8 +230,8 @@ func (s *state) countOrigin(origin uint16) int {
 // fits max with no new arrivals: the moment enough of the oldest slices have
 // left the window. It requires hits <= max.
 func (s *state) retryAfter(now, windowMs, count, hits, max int64) int64 {
-	for i, sl := range s.slices {
-		count -= int64(sl.n)
+	for i := range s.sl.n {
+		count -= int64(s.sl.count(i))
 		if count+hits <= max {
 			return s.start(i) + windowMs - now
 		}
@@ -245,8 +241,8 @@ func (s *state) retryAfter(now, windowMs, count, hits, max int64) int64 {
 
 // reset returns the time, in ms, until every counted slice has left the window.
 func (s *state) reset(now, windowMs int64) int64 {
-	if len(s.slices) == 0 {
+	if s.sl.n == 0 {
 		return 0
 	}
-	return s.start(len(s.slices)-1) + windowMs - now
+	return s.start(s.sl.n-1) + windowMs - now
 }

@@ -1,0 +1,234 @@
+package counter
+
+import (
+	"strings"
+	"time"
+)
+
+// Merge adds peers' entries at now. An entry whose Origin is this node's own
+// name (sent back by a peer after a restart) restores a local slice, which
+// is then closed: new local requests start a new slice, so a restored
+// slice's unknown tail can never grow past the bound. A new slice of an
+// origin that already has as many slices of the key as its window can hold
+// is refused (MergeStats.Refused), so no message can grow a key without
+// bound.
+//
+// Merge keeps none of the entries' strings (Entry): the caller may reuse
+// their bytes once it returns.
+//
+// The entries are applied shard by shard, each shard's in their order, so
+// the entries of one key keep theirs. A tick's entries are for keys spread
+// over the whole table, and reading a key's slot and block is mostly two
+// cache misses; under one lock per shard, the slots and then the blocks of
+// the shard's entries are read first, all at once, so that those misses
+// overlap rather than follow one another.
+func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
+	var ms MergeStats
+	nowMs := now.UnixMilli()
+	cs := c.cluster.Load()
+	w, _ := c.merges.Get().(*mergeWork)
+	if w == nil {
+		w = new(mergeWork)
+	}
+	defer c.merges.Put(w)
+	c.sortEntries(w, nowMs, entries, &ms)
+
+	// The (limit, key, origin) last refused: a forged message's entries
+	// come together, and counting that origin's slices again for each of
+	// them would cost what the bound saves.
+	var (
+		fullSet  bool
+		fullSlot uint16
+		fullKey  string
+		fullOrig uint16
+	)
+	for lo := 0; lo < len(w.sorted); {
+		s := &c.shards[w.sorted[lo].shard]
+		hi := lo + 1
+		for hi < len(w.sorted) && w.sorted[hi].shard == w.sorted[lo].shard {
+			hi++
+		}
+		group := w.sorted[lo:hi]
+		lo = hi
+		s.mu.Lock()
+		w.touch(s, group)
+		for _, r := range group {
+			e := &entries[r.i]
+			info := &w.infos[r.info]
+			tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
+			var st state
+			found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
+			if found {
+				st.expire(nowMs, info.windowMs)
+			} else if !s.admit(nowMs, tab) {
+				ms.NoRoom++
+				continue
+			}
+			full := fullSet && fullSlot == info.slot && fullOrig == r.origin && fullKey == e.Key
+			changed, refused := st.merge(r.origin, e.Start, e.Count, info.perOrigin, full)
+			if refused && !full {
+				fullSet, fullSlot, fullKey, fullOrig = true, info.slot, e.Key, r.origin
+			}
+			if changed {
+				ms.Merged++
+				if cs != nil && cs.isHot(st.count(), info.max) {
+					s.hot.mark(info.slot, e.Key)
+				}
+				if r.origin == 0 {
+					// Our own slice from before a restart: closed to new requests.
+					// The next AppendChanges sends it on to every peer: a peer that
+					// restarted at the same time lost it too, and learns a third
+					// node's slices only from that node (StateFor carries the
+					// sender's and the receiver's own).
+					st.set(flagClosed, true)
+					st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+					if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
+						// A key's slices come together: list it once. The
+						// list outlives the call, so it keeps a copy.
+						ref.key = strings.Clone(ref.key)
+						s.restored = append(s.restored, ref)
+					}
+				}
+			} else if refused {
+				ms.Refused++
+			} else {
+				ms.Unchanged++
+			}
+			if found || changed {
+				// A tracked key's slices were changed in place (expired,
+				// moved to a new base): its header follows.
+				s.store(info.slot, r.tag, e.Key, &st)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return ms
+}
+
+// mergeWork is one Merge call's working memory, pooled (Counter.merges) so
+// that merging allocates nothing once warm.
+type mergeWork struct {
+	refs, sorted []mergeRef
+	counts       []int32 // per shard, then where its entries start in sorted
+	infos        []mergeInfo
+	sink         uint64 // what touch read, so that the reads are not dropped
+}
+
+// mergeRef is an entry that Merge will apply, with what it needs to know
+// of it beforehand.
+type mergeRef struct {
+	i      int32  // index in entries
+	shard  uint32 // index in Counter.shards
+	tag    uint32
+	info   uint16 // index in mergeWork.infos
+	origin uint16
+}
+
+// mergeInfo is what Merge needs of a limit.
+type mergeInfo struct {
+	slot      uint16
+	windowMs  int64
+	max       int64
+	perOrigin int
+}
+
+// sortEntries fills w.sorted with the entries that name a registered limit
+// and a live slice, grouped by shard and in their order within a shard, and
+// counts the others in ms.
+func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *MergeStats) {
+	w.refs, w.infos = w.refs[:0], w.infos[:0]
+	var (
+		lastID   string
+		lastOK   bool
+		lastOrig string
+		origin   uint16
+		info     mergeInfo
+	)
+	for i := range entries {
+		e := &entries[i]
+		if i == 0 || e.Limit != lastID {
+			lastID = e.Limit
+			var li limitInfo
+			info.slot, li, lastOK = c.lookupLimit(e.Limit)
+			info.windowMs, info.max, info.perOrigin = li.windowMs, li.max, li.perOrigin()
+			if lastOK {
+				w.infos = append(w.infos, info)
+			}
+		}
+		if !lastOK {
+			ms.Unknown++
+			continue
+		}
+		if e.Start <= nowMs-info.windowMs || e.Start > nowMs+info.windowMs || e.Count == 0 {
+			ms.Expired++
+			continue
+		}
+		if len(w.refs) == 0 || e.Origin != lastOrig {
+			lastOrig = e.Origin
+			origin = c.originOf(e.Origin)
+		}
+		h := c.hash(e.Key)
+		w.refs = append(w.refs, mergeRef{i: int32(i), shard: uint32(h & c.mask), tag: uint32(h >> 32), info: uint16(len(w.infos) - 1), origin: origin})
+	}
+	// A stable counting sort by shard.
+	n := len(c.shards)
+	if cap(w.counts) < n+1 {
+		w.counts = make([]int32, n+1)
+	}
+	counts := w.counts[:n+1]
+	clear(counts)
+	for _, r := range w.refs {
+		counts[r.shard+1]++
+	}
+	for i := 1; i <= n; i++ {
+		counts[i] += counts[i-1]
+	}
+	if cap(w.sorted) < len(w.refs) {
+		w.sorted = make([]mergeRef, len(w.refs))
+	}
+	w.sorted = w.sorted[:len(w.refs)]
+	for _, r := range w.refs {
+		w.sorted[counts[r.shard]] = r
+		counts[r.shard]++
+	}
+}
+
+// touch reads, for the entries of one shard (locked), first the index slot
+// each key's probe starts at, then the block of each key it finds, so that
+// the cache misses of all of them overlap; the merge that follows finds
+// them in cache.
+func (w *mergeWork) touch(s *shard, group []mergeRef) {
+	var x uint64
+	for _, r := range group {
+		if t := s.tableAt(w.infos[r.info].slot); t != nil && len(t.idx) > 0 {
+			x += t.idx[int(r.tag)&(len(t.idx)-1)]
+		}
+	}
+	// The block of the first slot with the key's tag: almost always the
+	// key's. Loads only, nothing that waits for them.
+	for _, r := range group {
+		t := s.tableAt(w.infos[r.info].slot)
+		if t == nil || len(t.idx) == 0 {
+			continue
+		}
+		mask := len(t.idx) - 1
+		for i := int(r.tag) & mask; t.idx[i] != 0; i = (i + 1) & mask {
+			if e := t.idx[i]; uint32(e>>32) == r.tag {
+				// Its header and, a cache line on, its slices (every
+				// block is longer than minBlock).
+				o := refOff(uint32(e))
+				x += uint64(t.slab.b[o]) + uint64(t.slab.b[o+minBlock-1])
+				break
+			}
+		}
+	}
+	w.sink += x
+}
+
+// tableAt returns the shard's table for slot, or nil if there is none yet.
+func (s *shard) tableAt(slot uint16) *table {
+	if int(slot) < len(s.tables) {
+		return &s.tables[slot]
+	}
+	return nil
+}
