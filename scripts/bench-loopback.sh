@@ -80,6 +80,13 @@ echo "no-op (/healthz) req/s: ${noops[*]} (median $noop)"
 echo "/check           req/s: ${checks[*]} (median $check)"
 awk -v c="$check" -v n="$noop" 'BEGIN {printf "ratio /check / no-op (medians): %.3f\n", c / n}'
 if [ -n "$caddr" ]; then
+  # What the cluster node's checks waited on: asks sent to another node
+  # (a network round trip each), of every check it decided.
+  m=$(curl -fs "http://$caddr/metrics")
+  checks_n=$(awk '/^limiterd_decisions_total/ {s += $2} END {printf "%d", s}' <<<"$m")
+  asks_n=$(awk '/^limiterd_coordinator_asks_total/ {s += $2} END {printf "%d", s}' <<<"$m")
+  fb_n=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ {s += $2} END {printf "%d", s}' <<<"$m")
+  echo "node of $NODES: $asks_n of $checks_n checks asked another node over the network ($fb_n fell back to the budget)"
   c=$(median "${clustered[@]}")
   echo "/check, node of $NODES req/s: ${clustered[*]} (median $c)"
   awk -v c="$c" -v s="$check" -v n="$noop" 'BEGIN {printf "ratio node of '"$NODES"' / single node (medians): %.3f; / no-op: %.3f\n", c / s, c / n}'

@@ -195,35 +195,48 @@
 //
 // # Wire format and versions
 //
-// # Wire format and versions
-//
 // Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
 // answer, 'R' release) and a msgpack array whose first field is the
-// version: wireVersion, 1, for the sync kinds, and coordVersion, 2, for
-// the coordination kinds, which came with version 2. The bytes of each
-// kind are pinned by goldens under testdata/wire (go test -update rewrites
-// them), so that a change of the format is deliberate.
+// version: wireVersion, 1, for the sync kinds, and coordVersion, 3, for
+// the coordination kinds (2 before leases). The bytes of each kind are
+// pinned by goldens under testdata/wire (go test -update rewrites them),
+// so that a change of the format is deliberate; ask_v2 and answer_v2 pin
+// the version 2 coordination messages.
 //
-// A node of version 1 and one of version 2 still sync counts with each
-// other: the sync kinds did not change. The version 1 node drops asks,
-// answers and releases (unknown kinds, counted as decode errors), so the
-// keys it coordinates get no answers: checks at their margin wait the
-// deadline and fall back to the budget, with the budget's bound, until the
-// rolling upgrade is over; it never asks, and decides alone with the
-// budget. Keep the upgrade short.
+// The sync kinds are written and read by a small msgpack writer and reader
+// for their one schema (msgpack.go), not by go-msgpack's reflection: the
+// same bytes (the goldens did not change, and TestCodecMatchesMsgpack and
+// FuzzDecodeMatchesMsgpack hold them to go-msgpack's), at a fraction of
+// the cost and with no allocation per entry. Decoded strings alias the
+// message, which counter.Merge never keeps (TestReceiveKeepsNoBytes).
 //
-// A receiver accepts only its own version and its known kinds: a message
-// of another version or an unknown kind is dropped whole and counted in
-// limiterd_sync_decode_errors_total, never half-applied. A mixed-version
-// cluster therefore stays one memberlist cluster (membership, /cluster,
-// and the node count every counter shares its tolerance and budget among
-// span both versions) but syncs counts only within each version: to each
-// group the other is as a partition that nobody declared, each group
-// deciding on its own counts, so a client spread over both may get up to
-// a limit from each. The decode-error metric rises on every node meanwhile.
-// A rolling upgrade across a version change is that state for its length:
-// keep it short, or make the new version also accept the old one.
+// Mixed versions:
+//
+//   - Sync kinds: every version so far syncs counts with every other.
+//   - Coordination, 2 and 3: a version 3 node decodes asks, answers and
+//     releases of version 2 and 3, and answers an ask in the ask's
+//     version; a version 2 ask wants no lease and gets none. A version 2
+//     node drops version 3 asks (an unknown version, counted as a decode
+//     error), so a version 3 node asking it gets no answer: the check
+//     falls back to the budget after the deadline, and after three such
+//     misses the node fails the version 2 coordinator over (Failover) to
+//     the key's next node, until the version 2 node is heard from again
+//     (its next heartbeat). Leases exist only between version 3 nodes.
+//   - Coordination, 1 and later: a version 1 node drops every
+//     coordination kind (unknown kinds), so the keys it coordinates get
+//     no answers, and it never asks, deciding alone with the budget.
+//
+// Otherwise a receiver accepts only its own version and its known kinds: a
+// message of another version or an unknown kind is dropped whole and
+// counted in limiterd_sync_decode_errors_total, never half-applied. A
+// cluster of versions that cannot sync stays one memberlist cluster
+// (membership, /cluster, and the node count every counter shares its
+// tolerance and budget among span both versions) but syncs counts only
+// within each version: to each group the other is as a partition that
+// nobody declared, each group deciding on its own counts, so a client
+// spread over both may get up to a limit from each. Keep rolling upgrades
+// short.
 //
 // # Concurrency
 //
