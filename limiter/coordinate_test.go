@@ -84,3 +84,57 @@ func coordinatedNode(t *testing.T, name string) (*counter.Counter, *Limiter) {
 	}
 	return c, l
 }
+
+// TestCompleteTakesTheLease: a coordinator's answer that lends a lease
+// (counter.Result.Lease) leaves the asker deciding the next checks of the
+// key alone, without asking, until the lease is used up.
+func TestCompleteTakesTheLease(t *testing.T) {
+	t0 := time.UnixMilli(1_800_000_000_000)
+	mk := func(name string) (*counter.Counter, *Limiter) {
+		c := newCounter(t)
+		cc := counter.DefaultClusterConfig(name)
+		cc.Nodes = 8
+		if err := c.SetCluster(cc); err != nil {
+			t.Fatal(err)
+		}
+		l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 600\n    window: 60s\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, l
+	}
+	ca, la := mk("a")
+	ck, _ := mk("k")
+	req := Request{Key: "x", Hits: 1}
+	local, asked := 0, 0
+	for i := range 100 {
+		var d Decision
+		if err := la.Check(t0, req, &d); err != nil {
+			t.Fatal(err)
+		}
+		if !d.Coordinate {
+			if !d.Allowed {
+				t.Fatalf("check %d denied alone: %+v", i, d)
+			}
+			local++
+			continue
+		}
+		asked++
+		var a counter.Ask
+		if err := la.PrepareAsk(t0, req, &a); err != nil {
+			t.Fatal(err)
+		}
+		res := make([]counter.Result, len(a.Limits))
+		kd, err := ck.Coordinate(t0, "a", uint64(i+1), &a, res)
+		if err != nil || !kd.Allowed || res[0].Lease == 0 {
+			t.Fatalf("check %d: coordinator %+v %+v %v, want a grant with a lease", i, kd, res, err)
+		}
+		if err := la.Complete(t0, req, Answer{Answered: true, Allowed: true, Results: res}, &d); err != nil || !d.Allowed {
+			t.Fatalf("check %d: Complete %+v %v", i, d, err)
+		}
+	}
+	// 100 checks at one instant: the blind share, then a lease per ask.
+	if sh := ca.Shares(600); asked > 100/int(sh.Leases)+2 {
+		t.Errorf("%d of 100 checks asked, %d alone; a lease of up to %d should leave at most %d asking", asked, local, sh.Leases, 100/int(sh.Leases)+2)
+	}
+}

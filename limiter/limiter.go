@@ -310,7 +310,10 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 		d.Decided = DecidedByCoordinator
 		cd = counter.Decision{Allowed: true}
 		if !a.Counted {
-			if _, err = l.c.Grant(t, req.Key, req.Hits, r.limits, res[:]); err != nil {
+			// Grant reads the lease the answer lent (Result.Lease) and
+			// leaves this node's view in res.
+			copy(res[:], a.Results)
+			if _, err = l.c.Grant(t, req.Key, req.Hits, r.limits, res[:len(r.limits)]); err != nil {
 				break
 			}
 		}
