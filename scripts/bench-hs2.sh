@@ -117,10 +117,12 @@ hz=$(getconf CLK_TCK)
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # snapshot FILE: per node "cpu_ticks rss_kb hwm_kb sync_sent_bytes
-# sync_received_bytes checks coordinated fallbacks" (checks:
-# limiterd_decisions_total summed; coordinated: the checks put to a key's
-# coordinator, the slow path; fallbacks: of those, the ones that got no
-# answer in time and were decided alone with the budget).
+# sync_received_bytes checks asked fallbacks" (checks:
+# limiterd_decisions_total summed; asked: the checks that waited on the
+# network for another node, the key's coordinator or its runner-up
+# (limiterd_coordinator_asks_total); fallbacks: the checks put to a
+# coordinator that got no answer in time and were decided alone with the
+# budget).
 snapshot() {
   : >"$1"
   for i in $(seq 1 "$NODES"); do
@@ -132,7 +134,7 @@ snapshot() {
     sent=$(awk '/^limiterd_sync_bytes_total\{direction="sent"\}/ { print $2 }' <<<"$m")
     recv=$(awk '/^limiterd_sync_bytes_total\{direction="received"\}/ { print $2 }' <<<"$m")
     checks=$(awk '/^limiterd_decisions_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
-    coord=$(awk '/^limiterd_coordinated_checks_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
+    coord=$(awk '/^limiterd_coordinator_asks_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
     fall=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ { n += $2 } END { print n + 0 }' <<<"$m")
     echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord $fall" >>"$1"
   done
@@ -185,7 +187,7 @@ header() {
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 node_header() {
-  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | to the coordinator | fell back |"
+  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | asked another node | fell back |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 

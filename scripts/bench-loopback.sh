@@ -66,11 +66,28 @@ request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
 LUA
   wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://${2:-$addr}" | awk '/Requests\/sec/ {print $2}'
 }
+# cputicks: the CPU ticks used so far by the cluster's node 1 and by its
+# peers together (the first pid is the single node, then node 1).
+cputicks() {
+  local one=0 peers=0 i t
+  for i in "${!pids[@]}"; do
+    [ "$i" -eq 0 ] && continue
+    t=$(awk '{print $14 + $15}' "/proc/${pids[$i]}/stat")
+    if [ "$i" -eq 1 ]; then one=$((one + t)); else peers=$((peers + t)); fi
+  done
+  echo "$one $peers"
+}
 noops=() checks=() clustered=()
+cone=0 cpeers=0
 for _ in $(seq "$ROUNDS"); do
   noops+=("$(run "/healthz?key=client-")")
   checks+=("$(run "/check?key=client-")")
-  [ -n "$caddr" ] && clustered+=("$(run "/check?key=client-" "$caddr")")
+  if [ -n "$caddr" ]; then
+    read -r o0 p0 < <(cputicks)
+    clustered+=("$(run "/check?key=client-" "$caddr")")
+    read -r o1 p1 < <(cputicks)
+    cone=$((cone + o1 - o0)) cpeers=$((cpeers + p1 - p0))
+  fi
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 noop=$(median "${noops[@]}")
@@ -87,6 +104,8 @@ if [ -n "$caddr" ]; then
   asks_n=$(awk '/^limiterd_coordinator_asks_total/ {s += $2} END {printf "%d", s}' <<<"$m")
   fb_n=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ {s += $2} END {printf "%d", s}' <<<"$m")
   echo "node of $NODES: $asks_n of $checks_n checks asked another node over the network ($fb_n fell back to the budget)"
+  hz=$(getconf CLK_TCK)
+  awk -v o="$cone" -v p="$cpeers" -v hz="$hz" -v n="$((NODES - 1))" 'BEGIN {printf "CPU during the cluster runs: node 1 %.1f s, its %d peers %.1f s together\n", o / hz, n, p / hz}'
   c=$(median "${clustered[@]}")
   echo "/check, node of $NODES req/s: ${clustered[*]} (median $c)"
   awk -v c="$c" -v s="$check" -v n="$noop" 'BEGIN {printf "ratio node of '"$NODES"' / single node (medians): %.3f; / no-op: %.3f\n", c / s, c / n}'
