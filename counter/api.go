@@ -109,6 +109,10 @@ type Decision struct {
 	// nothing was counted, Allowed is false, and the key's coordinator must
 	// decide (see Counter.Allow). Never set together with a denial.
 	Coordinate bool
+	// Leased reports that the request was allowed here, past this node's
+	// blind share, on a lease the key's coordinator lent it
+	// (ClusterConfig.LeaseShare): without the network.
+	Leased bool
 	// RetryAfter is the longest RetryAfter over the limits without room.
 	RetryAfter time.Duration
 }

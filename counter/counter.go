@@ -402,6 +402,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		if leased[i] {
 			s.coord.leases.use(dirtyRef{slot: l.slot, key: key}, hits)
+			d.Leased = true
 		}
 		st := &states[i]
 		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))

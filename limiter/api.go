@@ -139,6 +139,9 @@ const (
 	// the coordinator did not answer in time, or because the check was a
 	// limit override (Request.Limit), which is never coordinated.
 	DecidedInFallback
+	// DecidedOnLease: this node, past its blind share, on a lease the
+	// key's coordinator lent it (counter.ClusterConfig.LeaseShare).
+	DecidedOnLease
 )
 
 // Answer is what the key's coordinator said of a check that Check left to

@@ -106,7 +106,7 @@ func TestCompleteTakesTheLease(t *testing.T) {
 	ca, la := mk("a")
 	ck, _ := mk("k")
 	req := Request{Key: "x", Hits: 1}
-	local, asked := 0, 0
+	local, asked, leased := 0, 0, 0
 	for i := range 100 {
 		var d Decision
 		if err := la.Check(t0, req, &d); err != nil {
@@ -117,6 +117,9 @@ func TestCompleteTakesTheLease(t *testing.T) {
 				t.Fatalf("check %d denied alone: %+v", i, d)
 			}
 			local++
+			if d.Decided == DecidedOnLease {
+				leased++
+			}
 			continue
 		}
 		asked++
@@ -136,5 +139,9 @@ func TestCompleteTakesTheLease(t *testing.T) {
 	// 100 checks at one instant: the blind share, then a lease per ask.
 	if sh := ca.Shares(600); asked > 100/int(sh.Leases)+2 {
 		t.Errorf("%d of 100 checks asked, %d alone; a lease of up to %d should leave at most %d asking", asked, local, sh.Leases, 100/int(sh.Leases)+2)
+	}
+	// All but the blind share's are decided on a lease, and say so.
+	if sh := ca.Shares(600); leased != local-int(sh.Blind) {
+		t.Errorf("%d of the %d checks decided alone were on a lease, want all but the blind share's %d", leased, local, sh.Blind)
 	}
 }

@@ -208,6 +208,9 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		return nil
 	}
 	decided := d.Decided
+	if cd.Leased {
+		decided = DecidedOnLease
+	}
 	r.fill(d, cd, res[:len(r.limits)])
 	d.Decided = decided
 	return nil
@@ -332,6 +335,9 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
 	}
 	decided := d.Decided
+	if cd.Leased {
+		decided = DecidedOnLease
+	}
 	r.fill(d, cd, res[:len(r.limits)])
 	d.Decided = decided
 	return nil

@@ -148,11 +148,12 @@ func writeBurst(w io.Writer, p burstPlan, br burstResults) error {
 	}
 
 	if c := slices.IndexFunc(p.settings, func(s burstSetting) bool { return s.coordinated }); c >= 0 {
-		fmt.Fprintf(bw, "\ncoordinated: how the checks were decided: here (the node alone, within its blind share or on a full\n")
-		fmt.Fprintf(bw, "window), by the key's coordinator, or in fallback (the budget: no answer within the %v deadline)\n", decision.DefaultDeadline)
-		fmt.Fprintf(bw, "%-30s%10s%10s%13s%10s\n", "client rate or pattern", "requests", "here", "coordinator", "fallback")
+		fmt.Fprintf(bw, "\ncoordinated: how the checks were decided: here (the node alone, within its blind share, on a lease\n")
+		fmt.Fprintf(bw, "from the key's coordinator, or on a full window; of which on a lease), by the key's coordinator, or in\n")
+		fmt.Fprintf(bw, "fallback (the budget: no answer within the %v deadline)\n", decision.DefaultDeadline)
+		fmt.Fprintf(bw, "%-30s%10s%10s%10s%13s%10s\n", "client rate or pattern", "requests", "here", "on lease", "coordinator", "fallback")
 		decided := func(name string, r clientRun) {
-			fmt.Fprintf(bw, "%-30s%10d%10d%13d%10d\n", name, r.requests, r.stats.here, r.stats.coordinator, r.stats.fallback)
+			fmt.Fprintf(bw, "%-30s%10d%10d%10d%13d%10d\n", name, r.requests, r.stats.here, r.stats.leased, r.stats.coordinator, r.stats.fallback)
 		}
 		for i, rate := range p.rates {
 			decided(fmt.Sprintf("%g/s", rate), br.nfr1[i][c])

@@ -194,6 +194,8 @@
 //	# decided_here 5200             checks decided by the node alone ...
 //	# decided_coordinator 200       ... by the key's coordinator ...
 //	# decided_fallback 0            ... by the budget: no answer in time
+//	# decided_on_lease 0            of decided_here, on a lease the key's
+//	                                coordinator lent the node
 //	# false_rejections_fallback 0   of false_rejections, the fallback's (the
 //	                                budget is not exact; the others are)
 //	# coord_asks 150                asks sent to a coordinator (lost ones included)

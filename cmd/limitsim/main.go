@@ -266,7 +266,7 @@ false_rejections (rejections while fewer than N of the key were accepted in
 the window before: NFR2), sync_deltas, sync_messages, sync_bytes,
 sync_duration_ms, sync_messages_per_node_s, sync_bytes_per_node_s,
 max_peer_offset_ms, coordinate, deadline_ms, decided_here,
-decided_coordinator, decided_fallback, false_rejections_fallback,
+decided_coordinator, decided_fallback, decided_on_lease, false_rejections_fallback,
 coord_asks, coord_ask_bytes, coord_answers, coord_answer_bytes,
 coord_releases and coord_release_bytes (go doc ./cmd/limitsim describes
 each).

@@ -135,6 +135,7 @@ func writeClusterSummary(w io.Writer, cfg replayConfig, s clusterSummary) error 
 	fmt.Fprintf(bw, "# decided_here %d\n", s.stats.here)
 	fmt.Fprintf(bw, "# decided_coordinator %d\n", s.stats.coordinator)
 	fmt.Fprintf(bw, "# decided_fallback %d\n", s.stats.fallback)
+	fmt.Fprintf(bw, "# decided_on_lease %d\n", s.stats.leased)
 	fmt.Fprintf(bw, "# false_rejections_fallback %d\n", s.falseFallback)
 	fmt.Fprintf(bw, "# coord_asks %d\n", s.stats.asks)
 	fmt.Fprintf(bw, "# coord_ask_bytes %d\n", s.stats.askBytes)

@@ -17,7 +17,7 @@ func clusterSummaryNames() []string {
 		"false_rejections", "sync_deltas", "sync_messages", "sync_bytes", "sync_duration_ms",
 		"sync_messages_per_node_s", "sync_bytes_per_node_s", "max_peer_offset_ms",
 		"coordinate", "deadline_ms", "decided_here", "decided_coordinator", "decided_fallback",
-		"false_rejections_fallback", "coord_asks", "coord_ask_bytes", "coord_answers", "coord_answer_bytes",
+		"decided_on_lease", "false_rejections_fallback", "coord_asks", "coord_ask_bytes", "coord_answers", "coord_answer_bytes",
 		"coord_releases", "coord_release_bytes"}
 }
 
@@ -215,6 +215,7 @@ func Example_replayCluster() {
 	// # decided_here 3
 	// # decided_coordinator 2
 	// # decided_fallback 0
+	// # decided_on_lease 0
 	// # false_rejections_fallback 0
 	// # coord_asks 1
 	// # coord_ask_bytes 60

@@ -171,6 +171,9 @@ type simStats struct {
 	// alone, by the key's coordinator (this node or another), or by the
 	// budget because no answer came in time.
 	here, coordinator, fallback int
+	// leased counts, of here, the checks decided on a lease from the
+	// key's coordinator (past the node's blind share).
+	leased int
 	// selfCoordinated counts the checks at the margin on the key's
 	// coordinator itself, decided without a message.
 	selfCoordinated int
@@ -407,6 +410,9 @@ func (s *simCluster) checkN(at int64, key string, node int, hits int64, d *limit
 		s.stats.coordinator++
 	case limiter.DecidedInFallback:
 		s.stats.fallback++
+	case limiter.DecidedOnLease:
+		s.stats.leased++
+		s.stats.here++
 	default:
 		s.stats.here++
 	}
