@@ -126,7 +126,7 @@
 // limiterd_sync_stale_messages_total, limiterd_sync_skewed_messages_total,
 // limiterd_sync_dropped_messages_total,
 // limiterd_sync_entries_total{result}, limiterd_cluster_clock_offset_seconds{peer},
-// limiterd_coordinator_asks_total{to}, limiterd_coordinator_asks_expired_total,
+// limiterd_coordinator_asks_total{to}, limiterd_coordinator_asks_expired_total{peer},
 // limiterd_coordinator_skipped_total and limiterd_coordinator_failed_over_peers
 // on the registerer it is given. The per-peer series exist for the peers
 // that are alive or suspect and disappear with them.

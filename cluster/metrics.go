@@ -67,8 +67,8 @@ func newCollector(n *Node) *collector {
 			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node in rendezvous order because the coordinator missed its last asks (runner_up).",
 			[]string{"to"}, nil),
 		expired: prometheus.NewDesc("limiterd_coordinator_asks_expired_total",
-			"Asks this node gave up without an answer by the deadline (decided by the budget). Three in a row to one peer, or one after a second of its silence, fail it over.",
-			nil, nil),
+			"Asks this node gave up without an answer by the deadline (decided by the budget), by the peer asked. Three in a row to one peer, or one after a second of its silence, fail it over.",
+			[]string{"peer"}, nil),
 		alone: prometheus.NewDesc("limiterd_coordinator_skipped_total",
 			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks.",
 			nil, nil),
@@ -123,7 +123,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.entries, s.EntriesSkewed.Load(), "skewed")
 	counter(c.asks, s.AsksToCoordinator.Load(), "first")
 	counter(c.asks, s.AsksToRunnerUp.Load(), "runner_up")
-	counter(c.expired, s.AsksExpired.Load())
+	for name, p := range n.engine.Peers() {
+		counter(c.expired, p.AsksExpired, name)
+	}
 	counter(c.alone, s.AsksAlone.Load())
 	ch <- prometheus.MustNewConstMetric(c.failedOver, prometheus.GaugeValue, float64(len(n.engine.FailedOver(n.now()))))
 }

@@ -113,6 +113,7 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 	e.mu.Lock()
 	if pr := e.peers[p.to]; pr != nil {
 		pr.misses++
+		pr.AsksExpired++
 	}
 	e.mu.Unlock()
 	msg, err := encodeRelease(e.h, e.cfg.Self, now, id, &counter.Ask{Key: p.key, Limits: p.limits})

@@ -64,8 +64,8 @@ func TestFailoverAfterMisses(t *testing.T) {
 	if got := a.e.FailedOver(at(ms)); !slices.Equal(got, []string{"k"}) {
 		t.Fatalf("FailedOver %v, want [k]", got)
 	}
-	if a.e.Stats.AsksToRunnerUp.Load() != 1 || a.e.Stats.AsksExpired.Load() != uint64(misses) {
-		t.Fatalf("stats: %d to the runner-up, %d expired", a.e.Stats.AsksToRunnerUp.Load(), a.e.Stats.AsksExpired.Load())
+	if a.e.Stats.AsksToRunnerUp.Load() != 1 || a.e.Stats.AsksExpired.Load() != uint64(misses) || a.e.Peers()["k"].AsksExpired != uint64(misses) || a.e.Peers()["r"].AsksExpired != 0 {
+		t.Fatalf("stats: %d to the runner-up, %d expired (%d of them k's, %d r's)", a.e.Stats.AsksToRunnerUp.Load(), a.e.Stats.AsksExpired.Load(), a.e.Peers()["k"].AsksExpired, a.e.Peers()["r"].AsksExpired)
 	}
 	// Other keys of k are passed over too: k is silent, not the key.
 	if got := a.e.Coordinator(at(ms), other); got == "k" {

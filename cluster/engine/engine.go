@@ -279,6 +279,10 @@ type PeerState struct {
 	// Offset is the peer's clock minus ours, estimated from its last
 	// message's send time (so it includes the one-way network delay).
 	Offset time.Duration
+	// AsksExpired counts this node's asks to the peer given up without an
+	// answer by their deadline (AskExpired), since the peer was first
+	// known: a coordinator's misses, which fail it over (ask.go).
+	AsksExpired uint64
 	// Skewed is whether the peer's clock was beyond MaxClockOffset as of
 	// its last sync message (judged on the largest offset of the last one
 	// to two anti-entropy intervals): the slices of its own that it sends
@@ -888,14 +892,14 @@ func (e *Engine) Nodes() int {
 	return e.nodes
 }
 
-// Peers returns a copy of what is known of each peer that is up or sent a
-// message.
+// Peers returns a copy of what is known of each peer that is up, sent a
+// message, or missed an ask.
 func (e *Engine) Peers() map[string]PeerState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make(map[string]PeerState, len(e.peers))
 	for k, v := range e.peers {
-		if v.Up || !v.LastMessage.IsZero() {
+		if v.Up || !v.LastMessage.IsZero() || v.AsksExpired > 0 {
 			out[k] = v.PeerState
 		}
 	}
