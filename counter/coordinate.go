@@ -404,11 +404,18 @@ func (cs *coordState) settle(ref dirtyRef, st *state, origin uint16, settled uin
 
 // setGrants makes kept ref's list (at gs), dropping the entry when empty.
 func (cs *coordState) setGrants(ref dirtyRef, gs *[]grant, kept []grant) {
+	setList(cs.grants, ref, gs, kept)
+}
+
+// setList makes kept ref's list in m, through its pointer p (the map is
+// not assigned to: that would replace its copy of the key with the
+// caller's), dropping the entry when kept is empty.
+func setList[T any](m map[dirtyRef]*[]T, ref dirtyRef, p *[]T, kept []T) {
 	if len(kept) == 0 {
-		delete(cs.grants, ref)
+		delete(m, ref)
 		return
 	}
-	*gs = kept
+	*p = kept
 }
 
 // invisible returns how many granted hits of (limit, key) the state st

@@ -196,14 +196,9 @@ func (ls *leases) unlend(ref dirtyRef, origin uint16, id uint64) {
 	ls.setLent(ref, lent, kept)
 }
 
-// setLent stores kept as ref's leases, through their pointer, dropping
-// the entry when none is left.
+// setLent stores kept as ref's leases, dropping the entry when none is left.
 func (ls *leases) setLent(ref dirtyRef, lent *[]lentLease, kept []lentLease) {
-	if len(kept) == 0 {
-		delete(ls.lent, ref)
-		return
-	}
-	*lent = kept
+	setList(ls.lent, ref, lent, kept)
 }
 
 // sweep drops expired leases, held and lent.

@@ -72,13 +72,19 @@ func TestCompleteAtTheMargin(t *testing.T) {
 // coordinated 2-node cluster: no blind share, every check asks.
 func coordinatedNode(t *testing.T, name string) (*counter.Counter, *Limiter) {
 	t.Helper()
+	return clusterNode(t, name, 2, "rules:\n  - name: default\n    limit: 10\n    window: 1s\n")
+}
+
+// clusterNode is one coordinated node of a cluster of nodes, with rules.
+func clusterNode(t *testing.T, name string, nodes int, rules string) (*counter.Counter, *Limiter) {
+	t.Helper()
 	c := newCounter(t)
 	cc := counter.DefaultClusterConfig(name)
-	cc.Nodes = 2
+	cc.Nodes = nodes
 	if err := c.SetCluster(cc); err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 10\n    window: 1s\n"))
+	l, err := New(c, mustParse(t, rules))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,17 +97,7 @@ func coordinatedNode(t *testing.T, name string) (*counter.Counter, *Limiter) {
 func TestCompleteTakesTheLease(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
 	mk := func(name string) (*counter.Counter, *Limiter) {
-		c := newCounter(t)
-		cc := counter.DefaultClusterConfig(name)
-		cc.Nodes = 8
-		if err := c.SetCluster(cc); err != nil {
-			t.Fatal(err)
-		}
-		l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 600\n    window: 60s\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, l
+		return clusterNode(t, name, 8, "rules:\n  - name: default\n    limit: 600\n    window: 60s\n")
 	}
 	ca, la := mk("a")
 	ck, _ := mk("k")

@@ -66,29 +66,17 @@ type askMsg struct {
 }
 
 // answerMsg is an answer's body: the decision and the coordinator's view
-// of each limit, in ask order.
+// of each limit, in ask order. Version 3 appends the leases to a version
+// 2 body (answerV2, inlined: the array is one flat list of fields).
 type answerMsg struct {
-	_struct   struct{} `codec:",toarray"` //nolint:unused
-	Version   uint8
-	From      string
-	SentMs    int64
-	ID        uint64
-	Status    uint8
-	Allowed   bool
-	Fits      []bool // per limit: it had room
-	Max       []int64
-	Counts    []int64
-	Pending   []int64 // of Counts, grants the coordinator's merged slices do not show yet
-	Remaining []int64
-	RetryMs   []int64
-	ResetMs   []int64
-	Leases    []int64 // per limit: counter.Result.Lease; version 3
-	LeaseGen  uint32  // counter.Result.LeaseGen, the same for every limit; version 3
+	_struct struct{} `codec:",toarray"` //nolint:unused
+	answerV2
+	Leases   []int64 // per limit: counter.Result.Lease; version 3
+	LeaseGen uint32  // counter.Result.LeaseGen, the same for every limit; version 3
 }
 
-// answerMsgV2 is a version 2 answer, for an ask of a version 2 node: the
-// fields before Leases.
-type answerMsgV2 struct {
+// answerV2 is a version 2 answer, what a version 2 node is answered.
+type answerV2 struct {
 	_struct   struct{} `codec:",toarray"` //nolint:unused
 	Version   uint8
 	From      string
@@ -96,10 +84,10 @@ type answerMsgV2 struct {
 	ID        uint64
 	Status    uint8
 	Allowed   bool
-	Fits      []bool
-	Max       []int64
+	Fits      []bool  // per limit: it had room
+	Max       []int64 // the declared limit
 	Counts    []int64
-	Pending   []int64
+	Pending   []int64 // of Counts, grants the coordinator's merged slices do not show yet
 	Remaining []int64
 	RetryMs   []int64
 	ResetMs   []int64
@@ -233,7 +221,7 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 // encodeAnswer encodes an answer in version (that of the ask it answers):
 // a version 2 answer has no leases.
 func encodeAnswer(h *codec.MsgpackHandle, version uint8, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) ([]byte, error) {
-	m := answerMsg{Version: version, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}
+	m := answerMsg{answerV2: answerV2{Version: version, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}}
 	for _, r := range res {
 		m.Fits = append(m.Fits, r.Allowed)
 		m.Max = append(m.Max, r.Limit)
@@ -246,8 +234,7 @@ func encodeAnswer(h *codec.MsgpackHandle, version uint8, from string, now time.T
 		m.LeaseGen = max(m.LeaseGen, r.LeaseGen)
 	}
 	if version == coordVersionNoLeases {
-		return encodeBody(h, kindAnswer, &answerMsgV2{Version: m.Version, From: m.From, SentMs: m.SentMs, ID: m.ID, Status: m.Status, Allowed: m.Allowed,
-			Fits: m.Fits, Max: m.Max, Counts: m.Counts, Pending: m.Pending, Remaining: m.Remaining, RetryMs: m.RetryMs, ResetMs: m.ResetMs})
+		return encodeBody(h, kindAnswer, &m.answerV2)
 	}
 	return encodeBody(h, kindAnswer, &m)
 }

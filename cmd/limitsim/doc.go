@@ -86,13 +86,17 @@
 // mode (counter.SetCluster with Nodes = N, the sync interval and the
 // budget; coordinated, as in production, unless turned off), a
 // limiter.Limiter with one rule (limiter.New), a decision.Decider (the
-// frontends' decision layer, on the node's clock) and a engine.Engine.
+// frontends' decision layer, on the node's clock) and an engine.Engine.
 // Every check goes through Decider.Decide, so a check past the node's
-// blind share goes to the key's coordinator (Engine.Coordinator): the
-// node itself decides it at once (counter.Coordinate) when it is the
-// coordinator; otherwise the ask (Engine.AskMessage) goes to the
-// coordinator's Engine.Receive and its answer back to the asker's, whose
-// OnAnswer takes it, as cluster.Node.Coordinate does over memberlist.
+// blind share and any lease it holds goes to the key's coordinator
+// through the engine's asking side, as cluster.Node.Coordinate drives it
+// over memberlist: Engine.Ask picks the coordinator (passing over one that
+// missed its last asks) and either decides at once, when the node itself
+// is the coordinator, or returns the ask, which goes to the coordinator's
+// Engine.Receive; its answer goes back to the asker's Receive, which
+// returns it as awaited, or, without one in time, Engine.AskExpired gives
+// the ask up and returns the release. The answer may lend a lease (the
+// counter's LeaseShare), which the node then decides on alone.
 // To keep a check synchronous the ask is decided at the check's instant,
 // on the coordinator's clock, and the answer taken at that instant; the
 // latency only decides whether it comes in time. An ask whose round trip,
@@ -102,7 +106,9 @@
 // coordinator still decides an ask that arrived (a grant may exist
 // there), the asker sends a release, which leaves at the deadline and
 // arrives a latency later unless lost, and the Decider falls back to the
-// budget. So with the 5 ms default, a latency of 3 ms or more makes every
+// budget; a late answer still reaches the asker's engine a round trip
+// after the ask, as on a real network, which tells it its coordinator is
+// alive. So with the 5 ms default, a latency of 3 ms or more makes every
 // check at the margin that is not on its coordinator a fallback. The real
 // deadline of the context is not consulted: decisions must not depend on
 // how fast the simulation runs. One simulated clock, in integer
