@@ -11,8 +11,8 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
-	asks, expired, alone, failedOver                                                                                                    *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
+	asks, expired, alone, failedOver                                                                                                                       *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -31,7 +31,10 @@ func newCollector(n *Node) *collector {
 			"Bytes of sync messages by direction (sent, received), before memberlist's framing and encryption.",
 			[]string{"direction"}, nil),
 		decodeErrors: prometheus.NewDesc("limiterd_sync_decode_errors_total",
-			"Sync messages dropped because they were malformed, oversized or of another version.",
+			"Cluster messages dropped because they were malformed or oversized: corruption, garbage on the cluster port, or a forgery.",
+			nil, nil),
+		versionMismatches: prometheus.NewDesc("limiterd_sync_version_mismatches_total",
+			"Cluster messages dropped because they were of a wire version this node does not decode: a peer of another release, mid-upgrade (README, Cluster).",
 			nil, nil),
 		notMember: prometheus.NewDesc("limiterd_sync_not_member_messages_total",
 			"Cluster messages dropped before any work because their sender is not a member (forged, or from another cluster without a gossip key).",
@@ -80,7 +83,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver} {
 		ch <- d
 	}
 }
@@ -110,6 +113,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, s.BytesSent.Load(), "sent")
 	counter(c.bytes, s.BytesReceived.Load(), "received")
 	counter(c.decodeErrors, s.DecodeErrors.Load())
+	counter(c.versionMismatches, s.VersionMismatches.Load())
 	counter(c.notMember, s.NotMember.Load())
 	counter(c.replays, s.Replays.Load())
 	counter(c.stale, s.Stale.Load())

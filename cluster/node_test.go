@@ -276,8 +276,8 @@ func TestForeignNodesCannotJoinOrInject(t *testing.T) {
 	}
 }
 
-// Malformed sync messages from a member are counted and dropped; the node
-// keeps syncing.
+// Malformed sync messages from a member are counted and dropped, and one
+// of another version is counted apart; the node keeps syncing.
 func TestMalformedMessagesAreCountedNotFatal(t *testing.T) {
 	nodes := startCluster(t, 2, nodeOpts{})
 	a, b := nodes[0], nodes[1]
@@ -288,9 +288,18 @@ func TestMalformedMessagesAreCountedNotFatal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A message of a version b does not decode (0x7f, after the kind and
+	// the array header) is a peer of another release: counted apart.
+	if err := a.n.ml.SendReliable(nb, []byte{engine.KindHello, 0x94, 0x7f}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "b to count the malformed messages", func() bool {
 		v, _ := metric(t, b.reg, "limiterd_sync_decode_errors_total")
 		return v == float64(len(junk))
+	})
+	waitFor(t, "b to count the message of another version", func() bool {
+		v, _ := metric(t, b.reg, "limiterd_sync_version_mismatches_total")
+		return v == 1
 	})
 	a.hit(t, "k", 2)
 	waitCounts(t, "k", 2, a, b)

@@ -183,7 +183,7 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 	}
 	switch {
 	case !knownCoordVersion(m.Version):
-		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
+		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.Version == coordVersionNoLeases && (m.Want != 0 || m.Gen != 0), m.Want < 0 || m.Want > counter.MaxLimit:
 		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
@@ -247,7 +247,7 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	n := len(m.Counts)
 	switch {
 	case !knownCoordVersion(m.Version):
-		return Answer{}, fmt.Errorf("%w: answer version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
+		return Answer{}, fmt.Errorf("%w: answer version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.Version == coordVersion && len(m.Leases) != n, m.Version == coordVersionNoLeases && (len(m.Leases) != 0 || m.LeaseGen != 0):
 		return Answer{}, fmt.Errorf("%w: %d leases for %d limits in a version %d answer", ErrMalformed, len(m.Leases), n, m.Version)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
@@ -295,7 +295,7 @@ func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseM
 	}
 	switch {
 	case !knownCoordVersion(m.Version):
-		return m, fmt.Errorf("%w: release version %d, want %d or %d", ErrMalformed, m.Version, coordVersionNoLeases, coordVersion)
+		return m, fmt.Errorf("%w: release version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes || m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
 		return m, fmt.Errorf("%w: release names out of bounds", ErrMalformed)
 	case len(m.Limits) > counter.MaxLimitsPerCall:

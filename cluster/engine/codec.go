@@ -57,8 +57,13 @@ func DefaultDecodeLimits() DecodeLimits {
 	return DecodeLimits{MaxMessageBytes: 1 << 20, MaxEntries: 100_000, MaxKeyBytes: 1024, MaxNameBytes: 512}
 }
 
-// ErrMalformed wraps every decode error.
+// ErrMalformed wraps every decode error but a version mismatch.
 var ErrMalformed = errors.New("engine: malformed message")
+
+// ErrVersion wraps the decode error of a well-framed message of a version
+// this node does not decode: a peer of another release, not corruption.
+// It is counted apart (Stats.VersionMismatches).
+var ErrVersion = errors.New("engine: unknown wire version")
 
 func newHandle(maxInit int) *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
@@ -226,7 +231,7 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 		return 0, nil, err
 	}
 	if version != wireVersion {
-		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrMalformed, version, wireVersion)
+		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrVersion, version, wireVersion)
 	}
 	from, err := r.str(lim.MaxNameBytes)
 	if err != nil {

@@ -44,7 +44,7 @@ func oracleDecode(b []byte, lim DecodeLimits) (kind byte, m message, err error) 
 		return 0, m, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if m.Version != wireVersion {
-		return 0, m, fmt.Errorf("%w: version %d", ErrMalformed, m.Version)
+		return 0, m, fmt.Errorf("%w: version %d", ErrVersion, m.Version)
 	}
 	if m.From == "" || len(m.From) > lim.MaxNameBytes {
 		return 0, m, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))

@@ -229,7 +229,9 @@
 //
 // Otherwise a receiver accepts only its own version and its known kinds: a
 // message of another version or an unknown kind is dropped whole and
-// counted in limiterd_sync_decode_errors_total, never half-applied. A
+// counted in limiterd_sync_version_mismatches_total (ErrVersion; apart
+// from limiterd_sync_decode_errors_total, which counts corruption), never
+// half-applied. A
 // cluster of versions that cannot sync stays one memberlist cluster
 // (membership, /cluster, and the node count every counter shares its
 // tolerance and budget among span both versions) but syncs counts only

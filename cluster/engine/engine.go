@@ -294,7 +294,8 @@ type PeerState struct {
 type Stats struct {
 	MessagesSent, BytesSent         atomic.Uint64 // as reported by the transport (CountSent)
 	MessagesReceived, BytesReceived atomic.Uint64
-	DecodeErrors                    atomic.Uint64
+	DecodeErrors                    atomic.Uint64 // malformed: corrupt, forged or over DecodeLimits
+	VersionMismatches               atomic.Uint64 // well framed, of a wire version this node does not decode
 	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged
 	EntriesRefused                  atomic.Uint64 // forged: another node's slices, or more than a window holds
 	EntriesSkewed                   atomic.Uint64 // not merged: their origin's clock is beyond MaxClockOffset
@@ -573,7 +574,7 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 	defer e.putDecoded(w)
 	kind, m, err := w.decode(b, e.cfg.Limits)
 	if err != nil {
-		e.Stats.DecodeErrors.Add(1)
+		e.countDecodeError(err)
 		return "", nil, err
 	}
 	from = m.From
@@ -965,4 +966,15 @@ func (e *Engine) encode(kind byte, now time.Time, entries []counter.Entry, maxBy
 		e.pool.Put(w) // after an error the codec's state is not trusted again
 	}
 	return msgs, err
+}
+
+// countDecodeError counts a message that could not be decoded: apart when
+// it is a peer of another release (ErrVersion), which needs an upgrade,
+// not an investigation of corruption.
+func (e *Engine) countDecodeError(err error) {
+	if errors.Is(err, ErrVersion) {
+		e.Stats.VersionMismatches.Add(1)
+		return
+	}
+	e.Stats.DecodeErrors.Add(1)
 }

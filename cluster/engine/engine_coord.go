@@ -86,7 +86,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 		var a counter.Ask
 		from, sentMs, id, version, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
 		if err != nil {
-			e.Stats.DecodeErrors.Add(1)
+			e.countDecodeError(err)
 			return Received{}, err
 		}
 		if from == e.cfg.Self {
@@ -123,7 +123,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	case kindAnswer:
 		a, err := decodeAnswer(e.h, b, e.cfg.Limits)
 		if err != nil {
-			e.Stats.DecodeErrors.Add(1)
+			e.countDecodeError(err)
 			return Received{}, err
 		}
 		if a.From == e.cfg.Self {
@@ -139,7 +139,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	default: // kindRelease
 		m, err := decodeRelease(e.h, b, e.cfg.Limits)
 		if err != nil {
-			e.Stats.DecodeErrors.Add(1)
+			e.countDecodeError(err)
 			return Received{}, err
 		}
 		if m.From == e.cfg.Self {

@@ -205,11 +205,9 @@ func TestReceiveRejectsMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := append([]byte(nil), good[0]...)
-	other[2] = wireVersion + 1 // [kind, array header, version...]
 	bad := [][]byte{
 		nil, {kindDelta}, []byte("Xgarbage"), append([]byte{kindDelta}, good[0][1:len(good[0])-1]...),
-		append([]byte{kindDelta}, make([]byte, 2<<20)...), other,
+		append([]byte{kindDelta}, make([]byte, 2<<20)...),
 	}
 	for i, m := range bad {
 		if _, err := a.e.Receive(at(0), m); !errors.Is(err, ErrMalformed) {
@@ -218,6 +216,37 @@ func TestReceiveRejectsMalformed(t *testing.T) {
 	}
 	if n := a.e.Stats.DecodeErrors.Load(); n != uint64(len(bad)) {
 		t.Fatalf("%d decode errors counted, want %d", n, len(bad))
+	}
+	if n := a.e.Stats.VersionMismatches.Load(); n != 0 {
+		t.Fatalf("%d version mismatches counted for malformed messages, want 0", n)
+	}
+}
+
+// TestReceiveCountsVersionsApart: a well-framed message of a version this
+// node does not decode is a peer of another release, not corruption: it
+// is dropped as ErrVersion and counted in VersionMismatches alone.
+func TestReceiveCountsVersionsApart(t *testing.T) {
+	a := newTestNode(t, "a", 2)
+	hello, err := a.e.encode(kindHello, at(0), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync := append([]byte(nil), hello[0]...)
+	sync[2] = wireVersion + 1 // [kind, array header, version...]
+	answer, err := encodeAnswer(a.e.h, coordVersion+1, "b", at(0), 1, answerDecided, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string][]byte{"sync": sync, "answer": answer} {
+		if _, err := a.e.Receive(at(0), m); !errors.Is(err, ErrVersion) || errors.Is(err, ErrMalformed) {
+			t.Errorf("%s of the next version: err %v, want ErrVersion alone", name, err)
+		}
+	}
+	if n := a.e.Stats.VersionMismatches.Load(); n != 2 {
+		t.Errorf("%d version mismatches counted, want 2", n)
+	}
+	if n := a.e.Stats.DecodeErrors.Load(); n != 0 {
+		t.Errorf("%d decode errors counted for messages of another version, want 0", n)
 	}
 }
 
