@@ -22,9 +22,10 @@ import (
 //     nodes) is far below what HS2 needs; each tick's messages are sent
 //     directly to every peer instead (see doc.go).
 //   - LocalState and MergeRemoteState do nothing: memberlist's push/pull
-//     runs every 30 s over one stream, and our own anti-entropy (hot keys
-//     every AntiEntropyInterval, full state on join and hello) is both
-//     faster and bounded per message.
+//     (every 5 s, memberlistConfig) exchanges membership only, over one
+//     stream; counts travel by our own anti-entropy (hot keys every
+//     AntiEntropyInterval, full state on join and hello), which is
+//     bounded per message.
 //   - NodeMeta carries Config.HTTPAddr, shown by the peers' /cluster, and
 //     a "leaving" mark set just before a graceful leave: memberlist tells
 //     its event delegate that a node is gone but not whether it failed or
