@@ -1,6 +1,6 @@
 // Package engine is limiterd's cluster protocol as a pure state machine,
 // in the style of etcd raft's RawNode: no goroutines, no clock reads, no
-// network and no membership library (TestEngineIsPure keeps it so).
+// network and no membership library (internal/arch's import-rule test keeps it so).
 // Events go in, each with the time (Tick, Receive, PeerUp, PeerDown,
 // Forget, Ask, AskExpired), messages come out (Outbound: a peer, the
 // messages, whether over a stream, whether they may be spread; Received
