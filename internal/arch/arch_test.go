@@ -117,7 +117,7 @@ func rules() []rule {
 			},
 		},
 		{
-			name:    "the client library builds no server",
+			name: "the client library builds no server",
 			// client/local is the in-process backend, built on the limiter
 			// on purpose; its own package keeps the server out of the others.
 			governs: func(p string) bool {
