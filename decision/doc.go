@@ -1,5 +1,6 @@
 // Package decision is the one layer every limiterd frontend calls to decide
-// a request: package httpapi today, Envoy's gRPC rate limit protocol next. A
+// a request: package httpapi (/check) and package rls (Envoy's gRPC rate
+// limit protocol). A
 // frontend parses its protocol into a limiter.Request, calls
 // (*Decider).Decide and writes the Result in its own terms. Everything that
 // must not differ between frontends lives here, so that a client gets the
@@ -49,6 +50,9 @@
 //	limiterd_decisions_total{rule,outcome}  decisions, by deciding rule ("" when none) and Outcome
 //	limiterd_check_duration_seconds         time spent in Checker.Check, input errors and panics included
 //	limiterd_check_errors_total             internal errors answered as allowed (NFR3)
+//	limiterd_coordinated_checks_total{result}  checks at the margin put to the key's coordinator:
+//	                                        granted, denied, fallback_timeout, fallback_unavailable
+//	limiterd_coordinator_wait_seconds       time such a check waited for the coordinator (round trip or deadline)
 //
 // Names and help are those httpapi exported before this package existed, so
 // dashboards and alerts keep working. The series of rule "" exist at 0 from
