@@ -1,32 +1,19 @@
 package limiter
 
 import (
-	"github.com/limiterd/limiterd/internal/yamlnode"
-
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/yamlnode"
 	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
-
-// Load reads and parses the rule file at path; see Parse. An error reading
-// the file does not wrap ErrInvalidRules (the rules were never seen), so a
-// caller can tell a missing file (errors.Is(err, fs.ErrNotExist)) from a bad one.
-func Load(path string) (*RuleSet, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("limiter: read rules: %w", err)
-	}
-	return Parse(path, data)
-}
 
 // Parse parses and validates a rule file (format in doc.go). source names
 // the file in messages and becomes RuleSet.Source. Every problem found is

@@ -16,6 +16,7 @@ import (
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/httpapi"
+	"github.com/limiterd/limiterd/rls"
 )
 
 // envPrefix prefixes the environment variable that mirrors each flag:
@@ -334,6 +335,21 @@ func (c config) decisionConfig() decision.Config {
 	dc := decision.DefaultConfig()
 	dc.Deadline = c.coordinatorDeadline
 	return dc
+}
+
+// httpConfig is the HTTP API's configuration; readiness and /cluster are
+// the cluster node's, set in build once it exists.
+func (c config) httpConfig() httpapi.Config {
+	hc := httpapi.DefaultConfig()
+	hc.KeyHeader = c.keyHeader
+	return hc
+}
+
+// rlsConfig is the Envoy rate limit service's configuration.
+func (c config) rlsConfig() rls.Config {
+	rc := rls.DefaultConfig()
+	rc.Draft03Headers = c.draft03Headers
+	return rc
 }
 
 func (c config) counterConfig() counter.Config {

@@ -105,10 +105,10 @@ const rulesV2 = `rules:
     window: 60s
 `
 
-// daemon runs limiterd in-process on an ephemeral port with the given rules
+// startDaemon runs limiterd in-process on an ephemeral port with the given rules
 // file (and extra flags) and returns its base URL and a stop function that
 // waits for exit.
-func daemon(t *testing.T, rules string, extra ...string) (string, func() int) {
+func startDaemon(t *testing.T, rules string, extra ...string) (string, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
@@ -187,7 +187,7 @@ func TestServeChecksAndReloads(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, stop := daemon(t, path)
+	base, stop := startDaemon(t, path)
 
 	for i, want := range []int{200, 200, 429} {
 		if code, body := get(t, base+"/check?key=a"); code != want {
@@ -275,7 +275,7 @@ func TestPprofListener(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	_, stop := daemon(t, path, "-pprof-addr", addr)
+	_, stop := startDaemon(t, path, "-pprof-addr", addr)
 	code, body := get(t, "http://"+addr+"/debug/pprof/")
 	if code != 200 || !strings.Contains(body, "goroutine") {
 		t.Fatalf("pprof index: %d %.200s", code, body)
