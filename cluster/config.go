@@ -205,12 +205,14 @@ func (c Config) Validate() error {
 		bad("GossipKey and GossipKeys are exclusive")
 	}
 	for _, k := range c.GossipKeys {
-		if n := len(k); n != 16 && n != 24 && n != 32 {
-			bad("every key of GossipKeys must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+		if err := CheckGossipKey("every key of GossipKeys", k); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
-		bad("GossipKey must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+	if len(c.GossipKey) > 0 {
+		if err := CheckGossipKey("GossipKey", c.GossipKey); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)

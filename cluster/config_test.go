@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -96,6 +97,23 @@ func TestDatagramBudget(t *testing.T) {
 		}
 		if err := c.engineConfig().Validate(); err != nil {
 			t.Errorf("the datagram size is not a valid Engine size: %v", err)
+		}
+	}
+}
+
+// TestCheckGossipKey is the one check of a gossip key's size, which the
+// config, the keyring and limiterd's flags share.
+func TestCheckGossipKey(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{0, false}, {15, false}, {16, true}, {17, false}, {24, true}, {31, false}, {32, true}, {33, false}, {64, false}} {
+		err := CheckGossipKey("the key", make([]byte, tc.size))
+		if tc.ok != (err == nil) {
+			t.Errorf("%d bytes: %v, want ok %v", tc.size, err, tc.ok)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("the key must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", tc.size))) {
+			t.Errorf("%d bytes: %v, want ErrInvalidConfig naming the key and its size", tc.size, err)
 		}
 	}
 }

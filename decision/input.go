@@ -3,7 +3,6 @@ package decision
 import (
 	"errors"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/limiter"
@@ -29,20 +28,6 @@ func (e *KeyError) Error() string { return "key " + e.Problem }
 
 // Unwrap returns limiter.ErrInvalidKey.
 func (e *KeyError) Unwrap() error { return limiter.ErrInvalidKey }
-
-// validKey returns the problem with key, "" when there is none. It does not
-// allocate: it runs on every request.
-func validKey(key string) string {
-	switch {
-	case key == "":
-		return "is empty"
-	case len(key) > limiter.MaxKeyBytes:
-		return "is longer than " + strconv.Itoa(limiter.MaxKeyBytes) + " bytes"
-	case !utf8.ValidString(key):
-		return "is not valid UTF-8"
-	}
-	return ""
-}
 
 // inputError is a Checker error that is the client's fault. Its text is the
 // message for the client; it matches both the limiter sentinel it was

@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"strconv"
+
 	"github.com/limiterd/limiterd/internal/yamlnode"
 
 	"errors"
@@ -216,15 +218,29 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 	return nil
 }
 
+// KeyProblem returns what makes key one that Check refuses, "" when
+// nothing does: "is empty", "is longer than 1024 bytes" (MaxKeyBytes) or
+// "is not valid UTF-8", tested in that order. It does not allocate for a
+// valid key, so a frontend may run it on every request, to refuse a bad
+// key before the limiter sees it.
+func KeyProblem(key string) string {
+	switch {
+	case key == "":
+		return "is empty"
+	case len(key) > MaxKeyBytes:
+		return "is longer than " + strconv.Itoa(MaxKeyBytes) + " bytes"
+	case !utf8.ValidString(key):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
 // checkRequest checks what Check can tell about req before finding its rule.
 func checkRequest(req Request) error {
+	if p := KeyProblem(req.Key); p != "" {
+		return fmt.Errorf("%w: key %s", ErrInvalidKey, p)
+	}
 	switch {
-	case req.Key == "":
-		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
-	case len(req.Key) > MaxKeyBytes:
-		return fmt.Errorf("%w: key is %d bytes, more than the %d allowed", ErrInvalidKey, len(req.Key), MaxKeyBytes)
-	case !utf8.ValidString(req.Key):
-		return fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidKey)
 	case req.Peek && req.Hits < 0:
 		return &hitsError{fmt.Sprintf("hits of a peek must be at least 0, got %d", req.Hits)}
 	case !req.Peek && req.Hits < 1:

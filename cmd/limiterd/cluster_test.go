@@ -82,7 +82,7 @@ func TestParseClusterFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "not base64!"}, "-gossip-key must be standard base64"},
-		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "c2hvcnQ="}, "-gossip-key must decode to 16, 24 or 32 bytes (AES-128, -192, -256), got 5"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "c2hvcnQ="}, "-gossip-key must have 16, 24 or 32 bytes (AES-128, -192, -256), got 5"},
 		{[]string{"-bind-addr", "nohost"}, "bind address"},
 		{[]string{"-bind-addr", "localhost:7946"}, "must be an IP address"},
 		{[]string{"-join", "nohostport"}, "Join address"},

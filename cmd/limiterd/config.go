@@ -193,8 +193,8 @@ Flags:
 		if err != nil {
 			return cfg, fmt.Errorf("-gossip-key must be standard base64 (make one with: head -c 32 /dev/urandom | base64): %w", err)
 		}
-		if n := len(key); n != 16 && n != 24 && n != 32 {
-			return cfg, fmt.Errorf("-gossip-key must decode to 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+		if err := cluster.CheckGossipKey("-gossip-key", key); err != nil {
+			return cfg, err
 		}
 		cfg.gossipKey = key
 	}
@@ -384,8 +384,8 @@ func loadGossipKeys(path string) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("-gossip-key-file %s:%d: not standard base64: %w", path, i+1, err)
 		}
-		if n := len(key); n != 16 && n != 24 && n != 32 {
-			return nil, fmt.Errorf("-gossip-key-file %s:%d: a key must decode to 16, 24 or 32 bytes, got %d", path, i+1, n)
+		if err := cluster.CheckGossipKey(fmt.Sprintf("-gossip-key-file %s:%d: the key", path, i+1), key); err != nil {
+			return nil, err
 		}
 		keys = append(keys, key)
 	}
