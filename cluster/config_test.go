@@ -44,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{"clock offset under the stale age", func(c *Config) { c.MaxClockOffset = 9 * time.Second }, ""},
 		{"negative clock offset", func(c *Config) { c.MaxClockOffset = -time.Millisecond }, "MaxClockOffset must be at least 0"},
 		{"clock offset at the stale age", func(c *Config) { c.MaxClockOffset = 10 * time.Second }, "MaxClockOffset"},
+		{"every problem: timing", func(c *Config) { c.MaxClockOffset, c.QueueLength = -1, 0 }, "MaxClockOffset must be at least 0"},
+		{"every problem: queue", func(c *Config) { c.MaxClockOffset, c.QueueLength = -1, 0 }, "QueueLength"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

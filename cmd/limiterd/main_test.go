@@ -296,3 +296,28 @@ func TestStartFailsOnInvalidRules(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and the file:line of the bad field", code, stderr.String())
 	}
 }
+
+// The defaults are valid, and validate reports every problem at once, each
+// wrapping errInvalidConfig.
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	if err := defaultConfig().validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	cfg := defaultConfig()
+	cfg.logFormat, cfg.sweepInterval, cfg.keyHeader, cfg.shards = "xml", 0, "Bad Header", 3
+	err := cfg.validate()
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 4 {
+		t.Fatalf("validate: %v, want 4 problems", err)
+	}
+	for i, e := range joined.Unwrap() {
+		if !errors.Is(e, errInvalidConfig) {
+			t.Errorf("problem %d, %v, does not wrap errInvalidConfig", i, e)
+		}
+	}
+	for _, want := range []string{"-log-format", "-sweep-interval", `-key-header: httpapi: invalid config: KeyHeader "Bad Header"`, "Shards must be a power of two"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: %v\nwant it to mention %q", err, want)
+		}
+	}
+}
