@@ -1,10 +1,7 @@
 package limiter
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -68,26 +65,11 @@ type parser struct {
 }
 
 func (p *parser) file(data []byte) *RuleSet {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.errs.Add(0, "no rules: the file is empty (it needs a %q list)", fRules)
-		} else {
-			p.yamlError(err)
-		}
+	root := p.errs.Document(data, fmt.Sprintf("no rules: the file is empty (it needs a %q list)", fRules),
+		"a rule file holds one YAML document, found a second")
+	if root == nil {
 		return nil
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		p.errs.Add(extra.Line, "a rule file holds one YAML document, found a second")
-		return nil
-	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
-		return nil
-	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = yamlnode.Deref(root.Content[0])
 	}
@@ -362,13 +344,6 @@ func (p *parser) reportFields(f fieldSet) {
 			p.errs.Add(pr.line, "%s: %s", f.label, pr.msg)
 		}
 	}
-}
-
-// yamlError reports a YAML syntax error at the line yaml names, if any, in
-// the same "source:line:" form as every other problem.
-func (p *parser) yamlError(err error) {
-	line, msg := yamlnode.SyntaxError(err)
-	p.errs.Add(line, "invalid YAML: %s", msg)
 }
 
 func contains(list []string, s string) bool {

@@ -5,9 +5,7 @@ import (
 	"github.com/limiterd/limiterd/limiter/internal/problems"
 
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -96,31 +94,13 @@ func (p *parser) visit(n *yaml.Node) bool {
 }
 
 func (p *parser) file(data []byte) *Config {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.errs.Add(0, "the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain)
-		} else {
-			p.yamlError(err)
-		}
+	// Deviation: upstream (yaml.v2 Unmarshal) silently reads only the
+	// first document of a file, dropping every limit in the others.
+	root := p.errs.Document(data, fmt.Sprintf("the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain),
+		"a config file holds one YAML document, found a second (envoyproxy/ratelimit would silently ignore it)")
+	if root == nil {
 		return nil
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		if len(extra.Content) > 0 {
-			extra.Line = extra.Content[0].Line
-		}
-		// Deviation: upstream (yaml.v2 Unmarshal) silently reads only the
-		// first document, dropping every limit in the others.
-		p.errs.Add(extra.Line, "a config file holds one YAML document, found a second (envoyproxy/ratelimit would silently ignore it)")
-		return nil
-	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
-		return nil
-	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = yamlnode.Deref(root.Content[0])
 	}

@@ -190,12 +190,6 @@ func boolean(v *yaml.Node) (bool, string) {
 	return false, "must be true or false, got " + yamlnode.Describe(v)
 }
 
-// yamlError reports a YAML syntax error at the line yaml names, if any.
-func (p *parser) yamlError(err error) {
-	line, msg := yamlnode.SyntaxError(err)
-	p.errs.Add(line, "invalid YAML: %s", msg)
-}
-
 // maxShown bounds how many problems one error lists.
 const maxShown = 100
 

@@ -52,3 +52,31 @@ func TestErr(t *testing.T) {
 		})
 	}
 }
+
+func TestDocument(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       string // "" when the document is returned
+	}{
+		{"one document", "a: 1\n", ""},
+		{"one document after its marker", "---\na: 1\n", ""},
+		{"empty", "", "test: invalid: f.yaml: nothing"},
+		{"syntax error", "a: [1\n", "test: invalid: f.yaml:1: invalid YAML: "},
+		{"a second document, at its content", "a: 1\n---\nb: 2\n", "test: invalid: f.yaml:3: two"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := List{Source: "f.yaml", Sentinel: errTest}
+			doc := l.Document([]byte(tc.data), "nothing", "two")
+			err := l.Err()
+			if tc.want == "" {
+				if doc == nil || err != nil {
+					t.Fatalf("Document = %v, %v; want the document", doc, err)
+				}
+				return
+			}
+			if doc != nil || err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Document = %v, %v; want nil and %q", doc, err, tc.want)
+			}
+		})
+	}
+}
