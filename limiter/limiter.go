@@ -209,12 +209,7 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		d.Rule, d.Shadow, d.N = r.name, r.shadow, len(r.limits)
 		return nil
 	}
-	decided := d.Decided
-	if cd.Leased {
-		decided = DecidedOnLease
-	}
 	r.fill(d, cd, res[:len(r.limits)])
-	d.Decided = decided
 	return nil
 }
 
@@ -249,8 +244,12 @@ func checkRequest(req Request) error {
 	return nil
 }
 
-// fill writes the counter's decision for rule r into d.
+// fill writes the counter's decision for rule r into d; d.Decided, set by
+// the caller, becomes DecidedOnLease when a lease decided.
 func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Result) {
+	if cd.Leased {
+		d.Decided = DecidedOnLease
+	}
 	d.WouldAllow = cd.Allowed
 	d.Allowed = cd.Allowed || r.shadow
 	d.Rule = r.name
@@ -278,10 +277,7 @@ func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Resu
 // It counts nothing. A peek or a limit override is never left to the
 // coordinator, and PrepareAsk refuses one.
 func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
-	if err := notCoordinated(req); err != nil {
-		return err
-	}
-	r, err := l.rules.Load().resolve(req)
+	r, err := l.coordinatedRule(req)
 	if err != nil {
 		return err
 	}
@@ -303,10 +299,7 @@ func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 // a limit override, which Check never leaves to the coordinator.
 func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
 	*d = Decision{}
-	if err := notCoordinated(req); err != nil {
-		return err
-	}
-	r, err := l.rules.Load().resolve(req)
+	r, err := l.coordinatedRule(req)
 	if err != nil {
 		return err
 	}
@@ -350,25 +343,21 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 	if err != nil {
 		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
 	}
-	decided := d.Decided
-	if cd.Leased {
-		decided = DecidedOnLease
-	}
 	r.fill(d, cd, res[:len(r.limits)])
-	d.Decided = decided
 	return nil
 }
 
-// notCoordinated refuses, for PrepareAsk and Complete, the requests that
-// Check decides without the coordinator.
-func notCoordinated(req Request) error {
+// coordinatedRule returns, for PrepareAsk and Complete, the rule of a
+// check that Check left to the coordinator (nil when none governs the
+// key), and refuses the requests that Check decides without it.
+func (l *Limiter) coordinatedRule(req Request) (*compiledRule, error) {
 	switch {
 	case req.Peek:
-		return errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
+		return nil, errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
 	case req.Limit != nil:
-		return errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
+		return nil, errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
 	}
-	return nil
+	return l.rules.Load().resolve(req)
 }
 
 // resolve returns the rule that decides req, or nil when none does.

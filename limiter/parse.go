@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -324,7 +325,7 @@ func (p *parser) fields(n *yaml.Node, label string, known []string) fieldSet {
 		}
 		name = yamlnode.Truncate(name)
 		switch {
-		case !contains(known, name) || k.Kind != yaml.ScalarNode:
+		case !slices.Contains(known, name) || k.Kind != yaml.ScalarNode:
 			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: unknown field (known fields: %s)", name, strings.Join(known, ", "))})
 		case f.key[name] != nil:
 			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: given twice (first at line %d)", name, f.key[name].Line)})
@@ -344,13 +345,4 @@ func (p *parser) reportFields(f fieldSet) {
 			p.errs.Add(pr.line, "%s: %s", f.label, pr.msg)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

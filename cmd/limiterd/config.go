@@ -201,7 +201,7 @@ func (c config) counterCluster() counter.ClusterConfig {
 }
 
 // decisionConfig is the decision layer's configuration; the coordinator
-// is the cluster node, set in serve once it exists.
+// is the cluster node, set in build once it exists.
 func (c config) decisionConfig() decision.Config {
 	dc := decision.DefaultConfig()
 	dc.Deadline = c.coordinatorDeadline
@@ -223,6 +223,7 @@ func (c config) rlsConfig() rls.Config {
 	return rc
 }
 
+// counterConfig is the counter's configuration.
 func (c config) counterConfig() counter.Config {
 	cc := counter.DefaultConfig()
 	cc.MaxKeys = c.maxKeys
@@ -230,6 +231,7 @@ func (c config) counterConfig() counter.Config {
 	return cc
 }
 
+// logger is the daemon's logger, writing to w.
 func (c config) logger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.logLevel}
 	if c.logFormat == "json" {
