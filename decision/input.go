@@ -10,16 +10,17 @@ import (
 
 // KeyError is the error Decide returns for a key it refuses before asking
 // the Checker: empty, longer than limiter.MaxKeyBytes or not valid UTF-8.
-// The limiter would refuse such a key too; Decide checks first so that every
-// frontend gives the same precise message and such keys never reach the
-// limiter at all. It matches limiter.ErrInvalidKey (errors.Is).
+// The limiter would refuse such a key too, by the same check
+// (limiter.KeyProblem); Decide checks first so that every frontend gives the
+// same precise message and such keys never reach the limiter at all. It
+// matches limiter.ErrInvalidKey (errors.Is).
 //
 // Problem is a field of its own so that a frontend can say where the key came
 // from: httpapi writes "key from the X-Forwarded-For header is not valid
 // UTF-8" for a key it took from a header.
 type KeyError struct {
-	// Problem says what is wrong with the key: "is empty", "is longer than
-	// 1024 bytes" or "is not valid UTF-8".
+	// Problem says what is wrong with the key, as limiter.KeyProblem does:
+	// "is empty", "is longer than 1024 bytes" or "is not valid UTF-8".
 	Problem string
 }
 
