@@ -32,6 +32,9 @@ func TestConfigValidate(t *testing.T) {
 		{"attempt over timeout", Config{Addrs: []string{"a:1"}, Timeout: 10 * time.Millisecond, AttemptTimeout: 11 * time.Millisecond}, "AttemptTimeout must be"},
 		{"attempt over default timeout", Config{Addrs: []string{"a:1"}, AttemptTimeout: time.Second}, "AttemptTimeout must be"},
 		{"negative backoff", Config{Addrs: []string{"a:1"}, Backoff: -time.Second}, "Backoff must be"},
+		{"every problem: the addresses", Config{Timeout: -1, Backoff: -time.Second}, "Addrs is empty"},
+		{"every problem: the timeout", Config{Timeout: -1, Backoff: -time.Second}, "Timeout must be"},
+		{"every problem: the backoff", Config{Timeout: -1, Backoff: -time.Second}, "Backoff must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,26 +99,28 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
-// fields other than Addrs are valid: they take their defaults.
+// Validate reports every invalid field, each error wrapping
+// ErrInvalidConfig. Zero fields other than Addrs are valid: they take their
+// defaults.
 func (c Config) Validate() error {
-	_, err := c.baseURLs()
-	if err != nil {
-		return err
+	var errs []error
+	if _, err := c.baseURLs(); err != nil {
+		errs = append(errs, err)
 	}
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	switch {
-	case c.Timeout < 0 || c.Timeout > maxTimeout:
-		return fmt.Errorf("%w: Timeout must be between 0 (the default, %v) and %v, got %v", ErrInvalidConfig, DefaultTimeout, maxTimeout, c.Timeout)
-	case c.AttemptTimeout < 0 || c.AttemptTimeout > timeout:
-		return fmt.Errorf("%w: AttemptTimeout must be between 0 (the default) and Timeout (%v), got %v", ErrInvalidConfig, timeout, c.AttemptTimeout)
-	case c.Backoff < 0 || c.Backoff > maxBackoff:
-		return fmt.Errorf("%w: Backoff must be between 0 (the default, %v) and %v, got %v", ErrInvalidConfig, DefaultBackoff, maxBackoff, c.Backoff)
+	if c.Timeout < 0 || c.Timeout > maxTimeout {
+		errs = append(errs, fmt.Errorf("%w: Timeout must be between 0 (the default, %v) and %v, got %v", ErrInvalidConfig, DefaultTimeout, maxTimeout, c.Timeout))
+	} else if c.AttemptTimeout < 0 || c.AttemptTimeout > timeout {
+		// Against a valid Timeout only: a bad one is reported already.
+		errs = append(errs, fmt.Errorf("%w: AttemptTimeout must be between 0 (the default) and Timeout (%v), got %v", ErrInvalidConfig, timeout, c.AttemptTimeout))
 	}
-	return nil
+	if c.Backoff < 0 || c.Backoff > maxBackoff {
+		errs = append(errs, fmt.Errorf("%w: Backoff must be between 0 (the default, %v) and %v, got %v", ErrInvalidConfig, DefaultBackoff, maxBackoff, c.Backoff))
+	}
+	return errors.Join(errs...)
 }
 
 // withDefaults fills the zero fields of a valid Config.

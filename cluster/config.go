@@ -56,17 +56,10 @@ type Config struct {
 	// HTTPAddr, if set, is published to the peers in the node's metadata
 	// and shown in their /cluster.
 	HTTPAddr string
-	// AntiEntropyInterval is how often this node re-sends, to every peer,
-	// its slices of the keys whose window is at least half full (where a
-	// lost datagram could change a decision): a lost delta is healed within
-	// this interval. It runs on a sync tick (engine.Config). Default 1s.
-	// The sync interval itself is the counter's (counter.ClusterConfig's
-	// SyncInterval): there is one, set once, on the counter.
-	AntiEntropyInterval time.Duration
-	// RejoinInterval is how often seeds that are not alive members are
-	// joined again, and the least time between two catch-ups sent to one
-	// peer. Default 10s.
-	RejoinInterval time.Duration
+	// Timing: AntiEntropyInterval, RejoinInterval and MaxClockOffset, as
+	// the engine takes them (documented on engine.Timing). Defaults 1s,
+	// 10s and 1s (engine.DefaultTiming).
+	engine.Timing
 	// LeaveTimeout bounds the wait for the leave broadcast at shutdown.
 	// Default 2s.
 	LeaveTimeout time.Duration
@@ -98,17 +91,6 @@ type Config struct {
 	// (each tick makes one batch); beyond it a batch is dropped and
 	// counted. Default 64, about 13 s of ticks at 200ms.
 	QueueLength int
-	// MaxClockOffset is the largest clock offset of a peer (its clock minus
-	// ours, as estimated from its messages) at which this node still
-	// merges the peer's slices: their starts are read on the peer's clock
-	// (package counter), so past it they land too far off in our window
-	// to count right. A peer beyond it stays a live member (heartbeats,
-	// hellos, membership, its share of the node count) but its slices are
-	// counted as skewed instead of merged, and the two count each other's
-	// requests as if partitioned (see doc.go) until the offset is back
-	// under it. Default 1s; 0 turns the check off. Below
-	// engine.Config.MaxMessageAge (10s), past which messages are stale.
-	MaxClockOffset time.Duration
 	// Now is the node's clock: every instant it hands the engine (ticks,
 	// receives, stale and silence checks, /cluster and the metrics) is
 	// read from it, and the send time in each of its messages. Default
@@ -132,15 +114,13 @@ type Config struct {
 // derived from the default BindAddr.
 func DefaultConfig() Config {
 	c := Config{
-		BindAddr:            "0.0.0.0:7946",
-		AntiEntropyInterval: time.Second,
-		RejoinInterval:      10 * time.Second,
-		LeaveTimeout:        2 * time.Second,
-		SyncTransport:       TransportUDP,
-		SendSpread:          0.1,
-		QueueLength:         64,
-		MaxClockOffset:      time.Second,
-		Now:                 time.Now,
+		BindAddr:      "0.0.0.0:7946",
+		Timing:        engine.DefaultTiming(),
+		LeaveTimeout:  2 * time.Second,
+		SyncTransport: TransportUDP,
+		SendSpread:    0.1,
+		QueueLength:   64,
+		Now:           time.Now,
 	}
 	c.NodeName, _ = DefaultNodeName(c.BindAddr)
 	return c
@@ -190,13 +170,11 @@ func (c Config) Validate() error {
 			bad("Join address %q: %v", j, err)
 		}
 	}
-	for name, d := range map[string]time.Duration{
-		"AntiEntropyInterval": c.AntiEntropyInterval,
-		"RejoinInterval":      c.RejoinInterval, "LeaveTimeout": c.LeaveTimeout,
-	} {
-		if d <= 0 {
-			bad("%s must be positive, got %v", name, d)
-		}
+	for _, p := range c.Timing.Problems(engine.DefaultConfig("-").MaxMessageAge) {
+		bad("%s", p)
+	}
+	if c.LeaveTimeout <= 0 {
+		bad("LeaveTimeout must be positive, got %v", c.LeaveTimeout)
 	}
 	if len(c.Label) > maxLabelBytes {
 		bad("Label must have at most %d bytes, got %d", maxLabelBytes, len(c.Label))
@@ -205,12 +183,14 @@ func (c Config) Validate() error {
 		bad("GossipKey and GossipKeys are exclusive")
 	}
 	for _, k := range c.GossipKeys {
-		if n := len(k); n != 16 && n != 24 && n != 32 {
-			bad("every key of GossipKeys must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+		if err := CheckGossipKey("every key of GossipKeys", k); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
-		bad("GossipKey must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", n)
+	if len(c.GossipKey) > 0 {
+		if err := CheckGossipKey("GossipKey", c.GossipKey); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
@@ -220,9 +200,6 @@ func (c Config) Validate() error {
 	}
 	if c.QueueLength < 1 {
 		bad("QueueLength must be positive, got %d", c.QueueLength)
-	}
-	if age := engine.DefaultConfig("-").MaxMessageAge; c.MaxClockOffset < 0 || c.MaxClockOffset >= age {
-		bad("MaxClockOffset must be at least 0 (0: no check) and under the stale-message age %v, got %v", age, c.MaxClockOffset)
 	}
 	return errors.Join(errs...)
 }
@@ -263,12 +240,10 @@ func datagramBytes(label string, encrypted bool) int {
 // engineConfig is the Engine's configuration for this node.
 func (c Config) engineConfig() engine.Config {
 	ec := engine.DefaultConfig(c.NodeName)
-	ec.AntiEntropyInterval = c.AntiEntropyInterval
-	ec.RejoinInterval = c.RejoinInterval
+	ec.Timing = c.Timing
 	ec.DatagramBytes = c.syncMessageBytes()
 	ec.StreamBytes = engine.DefaultStreamBytes
 	ec.StreamOnly = c.SyncTransport == TransportTCP
-	ec.MaxClockOffset = c.MaxClockOffset
 	return ec
 }
 

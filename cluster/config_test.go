@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -43,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{"clock offset under the stale age", func(c *Config) { c.MaxClockOffset = 9 * time.Second }, ""},
 		{"negative clock offset", func(c *Config) { c.MaxClockOffset = -time.Millisecond }, "MaxClockOffset must be at least 0"},
 		{"clock offset at the stale age", func(c *Config) { c.MaxClockOffset = 10 * time.Second }, "MaxClockOffset"},
+		{"every problem: timing", func(c *Config) { c.MaxClockOffset, c.QueueLength = -1, 0 }, "MaxClockOffset must be at least 0"},
+		{"every problem: queue", func(c *Config) { c.MaxClockOffset, c.QueueLength = -1, 0 }, "QueueLength"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +99,23 @@ func TestDatagramBudget(t *testing.T) {
 		}
 		if err := c.engineConfig().Validate(); err != nil {
 			t.Errorf("the datagram size is not a valid Engine size: %v", err)
+		}
+	}
+}
+
+// TestCheckGossipKey is the one check of a gossip key's size, which the
+// config, the keyring and limiterd's flags share.
+func TestCheckGossipKey(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{0, false}, {15, false}, {16, true}, {17, false}, {24, true}, {31, false}, {32, true}, {33, false}, {64, false}} {
+		err := CheckGossipKey("the key", make([]byte, tc.size))
+		if tc.ok != (err == nil) {
+			t.Errorf("%d bytes: %v, want ok %v", tc.size, err, tc.ok)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("the key must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", tc.size))) {
+			t.Errorf("%d bytes: %v, want ErrInvalidConfig naming the key and its size", tc.size, err)
 		}
 	}
 }

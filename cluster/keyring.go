@@ -11,6 +11,18 @@ import (
 // Config.GossipKeys: its encryption cannot be changed at run time.
 var ErrNoKeyring = errors.New("cluster: node has no gossip keyring")
 
+// CheckGossipKey returns nil for a key memberlist encrypts with: 16, 24
+// or 32 bytes, for AES-128, -192 or -256. Otherwise it returns an error
+// wrapping ErrInvalidConfig that says so of what (the key's name in the
+// caller's terms: a field, a flag, a line of a file).
+func CheckGossipKey(what string, key []byte) error {
+	switch len(key) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("%w: %s must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", ErrInvalidConfig, what, len(key))
+}
+
 // SetGossipKeys replaces the node's keyring while it runs: every key in
 // keys decrypts, and keys[0] encrypts from now on. Rotating a key without
 // downtime takes three steps, each applied on every node before the next
@@ -25,8 +37,8 @@ func (n *Node) SetGossipKeys(keys [][]byte) error {
 		return fmt.Errorf("%w: no key", ErrInvalidConfig)
 	}
 	for _, k := range keys {
-		if l := len(k); l != 16 && l != 24 && l != 32 {
-			return fmt.Errorf("%w: a gossip key of %d bytes (want 16, 24 or 32)", ErrInvalidConfig, l)
+		if err := CheckGossipKey("a gossip key", k); err != nil {
+			return err
 		}
 	}
 	for _, k := range keys {

@@ -6,95 +6,6 @@ import (
 	"time"
 )
 
-// ClusterConfig tells a Counter that it is one node of several, each
-// counting its own requests and learning the others' through Merge.
-type ClusterConfig struct {
-	// Self is this node's name: entries it produces carry it as Origin, and
-	// entries that peers send back with it (after a restart) are its own.
-	Self string
-	// Nodes is how many nodes share each key's limit (this one included).
-	// It divides the tolerance among the nodes' slices; SetNodes updates it
-	// as membership changes. At least 1.
-	Nodes int
-	// SyncInterval is how often nodes exchange their changes: the blind
-	// interval of the budget, and the RetryAfter of a budget denial.
-	SyncInterval time.Duration
-	// Budget enables the per-node budget for the blind interval: a node
-	// admits at most floor + remaining/Nodes of a key that its peers may not
-	// know of yet, where remaining is the room the window had before those
-	// admissions. "Not known yet" is what it admitted since the last
-	// AppendChanges, plus, during DeliveryGrace after it, what it admitted
-	// in the interval before (sent, but maybe not merged yet).
-	Budget bool
-	// BudgetFloor scales the budget's floor: floor = ceil(BudgetFloor x limit
-	// x SyncInterval x (1 + DeliveryGrace) / window). 1 is the most a client at
-	// its limit rate sends in that span, so such a client never meets the
-	// budget even when all its requests reach one node.
-	BudgetFloor float64
-	// DeliveryGrace is how long after a tick a node assumes its message may
-	// still be on its way, as a share of SyncInterval (default 0.25: 50 ms
-	// of 200 ms; far above a LAN's delivery time).
-	DeliveryGrace float64
-	// TailShare is the part of Tolerance that slices may hide (the rest is
-	// left to the blind interval). Each node's slices get TailShare x
-	// Tolerance x limit / Nodes.
-	TailShare float64
-	// HotShare selects the keys AppendHot returns: those whose window holds
-	// at least this share of their limit (default 0.5), where a lost sync
-	// message could change a decision. The counter notes a key when a local
-	// request or a merge brings it there, so AppendHot visits only those.
-	HotShare float64
-	// Coordinated makes the key's coordinator decide at the margin (SPEC,
-	// "Both halves at once"): a node admits alone only what fits its blind
-	// share of the key (Blind) and, past it, Allow returns
-	// Decision.Coordinate instead of applying the budget; the budget is then
-	// the fallback (AllowFallback) for when the coordinator cannot be
-	// reached. Default true.
-	Coordinated bool
-	// LeaseShare is the part of each key's blind pool (the tolerance left
-	// after the slices' tails: Tolerance·L − N·T) that the key's
-	// coordinator lends out as leases instead of splitting it evenly as
-	// blind shares: a node that keeps asking about a key is lent up to
-	// floor(LeaseShare·pool) hits of it, minus what other nodes hold, to
-	// decide locally for LeaseTime (lease.go). The blind share is what is
-	// left, split among the nodes. 0: no leases. Default 0.75.
-	LeaseShare float64
-	// LeaseTime is how long a node may decide a key locally on a lease
-	// from its coordinator, counted from the check that asked for it.
-	// Default 1s. Must be positive when LeaseShare is.
-	LeaseTime time.Duration
-}
-
-// DefaultClusterConfig returns the defaults the limiterd cluster runs with.
-func DefaultClusterConfig(self string) ClusterConfig {
-	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.3, HotShare: 0.5, Coordinated: true, LeaseShare: 0.6, LeaseTime: time.Second}
-}
-
-// Validate reports the first invalid field, wrapping ErrInvalidConfig.
-func (cc ClusterConfig) Validate() error {
-	switch {
-	case cc.Self == "":
-		return fmt.Errorf("%w: cluster Self must name this node", ErrInvalidConfig)
-	case cc.Nodes < 1 || cc.Nodes > math.MaxUint16:
-		return fmt.Errorf("%w: cluster Nodes must be between 1 and 65535, got %d", ErrInvalidConfig, cc.Nodes)
-	case cc.SyncInterval <= 0:
-		return fmt.Errorf("%w: cluster SyncInterval must be positive, got %v", ErrInvalidConfig, cc.SyncInterval)
-	case !(cc.DeliveryGrace >= 0 && cc.DeliveryGrace <= 1):
-		return fmt.Errorf("%w: cluster DeliveryGrace must be between 0 and 1 (a share of SyncInterval), got %v", ErrInvalidConfig, cc.DeliveryGrace)
-	case !(cc.BudgetFloor >= 0) || cc.BudgetFloor > 1e6:
-		return fmt.Errorf("%w: cluster BudgetFloor must be between 0 and 1e6, got %v", ErrInvalidConfig, cc.BudgetFloor)
-	case !(cc.TailShare >= 0 && cc.TailShare <= 1):
-		return fmt.Errorf("%w: cluster TailShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.TailShare)
-	case !(cc.HotShare >= 0 && cc.HotShare <= 1):
-		return fmt.Errorf("%w: cluster HotShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.HotShare)
-	case !(cc.LeaseShare >= 0 && cc.LeaseShare <= 1):
-		return fmt.Errorf("%w: cluster LeaseShare must be between 0 and 1, got %v", ErrInvalidConfig, cc.LeaseShare)
-	case cc.LeaseShare > 0 && (cc.LeaseTime <= 0 || cc.LeaseTime > MaxWindow):
-		return fmt.Errorf("%w: cluster LeaseTime must be positive (and at most %v) when LeaseShare is, got %v", ErrInvalidConfig, MaxWindow, cc.LeaseTime)
-	}
-	return nil
-}
-
 // clusterState is an immutable snapshot of ClusterConfig, swapped atomically.
 type clusterState struct {
 	ClusterConfig
@@ -117,13 +28,18 @@ func (c *Counter) SetCluster(cc ClusterConfig) error {
 		return fmt.Errorf("%w: cluster Self is %q already, cannot become %q", ErrInvalidConfig, c.names[0], cc.Self)
 	}
 	c.names[0] = cc.Self
-	c.cluster.Store(&clusterState{
+	c.cluster.Store(newClusterState(cc, c.tolPPM))
+	return nil
+}
+
+// newClusterState is the snapshot of a valid cc for a tolerance of tolPPM.
+func newClusterState(cc ClusterConfig, tolPPM int64) *clusterState {
+	return &clusterState{
 		ClusterConfig: cc,
 		syncInterval:  cc.SyncInterval,
 		graceMs:       int64(cc.DeliveryGrace * float64(cc.SyncInterval.Milliseconds())),
-		tailPPM:       int64(cc.TailShare*float64(c.tolPPM)) / int64(cc.Nodes),
-	})
-	return nil
+		tailPPM:       int64(cc.TailShare*float64(tolPPM)) / int64(cc.Nodes),
+	}
 }
 
 // SetNodes updates how many nodes share each limit; a no-op in single-node mode.
@@ -195,60 +111,6 @@ func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
 	// With nothing unacknowledged a request always fits (the window has
 	// room): the budget must not starve a node whose share rounds to nothing.
 	return unacked == 0 || unacked+hits <= floor+share
-}
-
-// Shares is how one key's tolerance is spent in a cluster, for a limit:
-// what each node's slices may hide (Tail), what each node may admit that
-// no other node knows of yet (Blind), and what the key's coordinator
-// lends out as leases at most, all nodes together (Leases). See doc.go,
-// "Coordination at the margin"; WorstCase adds them up.
-type Shares struct {
-	Tail, Blind, Leases int64
-}
-
-// Shares returns how the tolerance of a limit of max is spent with the
-// current cluster settings (single node: all of it is the tail).
-func (c *Counter) Shares(max int64) Shares {
-	cs := c.cluster.Load()
-	if cs == nil || cs.Nodes == 1 {
-		return Shares{Tail: max * c.tolPPM / 1e6}
-	}
-	sh := Shares{Tail: cs.maxTail(max, c.tolPPM)}
-	if cs.coordinated() {
-		sh.Blind, sh.Leases = cs.blind(max, c.tolPPM), cs.leaseCap(max, c.tolPPM)
-	}
-	return sh
-}
-
-// WorstCase returns the most requests of one key that this Counter, with
-// its current cluster settings, can accept in any interval of length window
-// for a limit of max: L + T on a single node (doc.go), and in cluster mode
-// the bound derived in docs/blind-interval.md for ticks at one instant and
-// delivery within the grace: L + N·b + N·T with coordination (b the blind
-// share, Blind; what a healthy cluster keeps, see doc.go), and without it
-// L + N·f + N·T with the budget (L − 1 + N + N·T when its floor f is 0) and
-// N·(L + T) without. Divided by max it is the
-// ratio that 1 + Tolerance promises; with windows short against the sync
-// interval, or limits small against the number of nodes, it exceeds it.
-func (c *Counter) WorstCase(max int64, window time.Duration) int64 {
-	cs := c.cluster.Load()
-	if cs == nil || cs.Nodes == 1 {
-		return max + max*c.tolPPM/1e6
-	}
-	n := int64(cs.Nodes)
-	sh := c.Shares(max)
-	tail := n * sh.Tail
-	if cs.Coordinated {
-		return max + n*sh.Blind + sh.Leases + tail
-	}
-	if !cs.Budget {
-		return n*max + tail
-	}
-	floor := cs.floor(max, window.Milliseconds())
-	if floor == 0 {
-		return max - 1 + n + tail
-	}
-	return max + n*floor + tail
 }
 
 // floor is the budget's floor f for a limit of max per windowMs: what a

@@ -1,8 +1,10 @@
 package counter
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // Config configures a Counter. The zero value is not valid; start from
@@ -28,15 +30,111 @@ func DefaultConfig() Config {
 	return Config{Shards: 64, MaxKeys: 1_000_000, Tolerance: 0.1}
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig.
+// Validate reports every invalid field, each error wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
-	switch {
-	case c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0:
-		return fmt.Errorf("%w: Shards must be a power of two between 1 and 65536, got %d", ErrInvalidConfig, c.Shards)
-	case c.MaxKeys < 1:
-		return fmt.Errorf("%w: MaxKeys must be at least 1, got %d", ErrInvalidConfig, c.MaxKeys)
-	case math.IsNaN(c.Tolerance) || c.Tolerance < 0 || c.Tolerance > 1:
-		return fmt.Errorf("%w: Tolerance must be between 0 and 1, got %v", ErrInvalidConfig, c.Tolerance)
+	var errs fieldErrors
+	errs.check(c.Shards >= 1 && c.Shards <= 1<<16 && c.Shards&(c.Shards-1) == 0, "Shards must be a power of two between 1 and 65536, got %d", c.Shards)
+	errs.check(c.MaxKeys >= 1, "MaxKeys must be at least 1, got %d", c.MaxKeys)
+	errs.check(c.Tolerance >= 0 && c.Tolerance <= 1, "Tolerance must be between 0 and 1, got %v", c.Tolerance)
+	return errors.Join(errs...)
+}
+
+// fieldErrors collects what a Validate finds wrong, so that it reports
+// every problem at once.
+type fieldErrors []error
+
+// check records the problem format describes, wrapping ErrInvalidConfig,
+// unless ok.
+func (e *fieldErrors) check(ok bool, format string, args ...any) {
+	if !ok {
+		*e = append(*e, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
-	return nil
+}
+
+// tolerancePPM is a Tolerance in parts per million, the unit the counter
+// computes its shares in: every share of the tolerance is derived from it,
+// so that BoundOf and the Counter round alike.
+func tolerancePPM(tolerance float64) int64 { return int64(tolerance*1e6 + 0.5) }
+
+// ClusterConfig tells a Counter that it is one node of several, each
+// counting its own requests and learning the others' through Merge.
+type ClusterConfig struct {
+	// Self is this node's name: entries it produces carry it as Origin, and
+	// entries that peers send back with it (after a restart) are its own.
+	Self string
+	// Nodes is how many nodes share each key's limit (this one included).
+	// It divides the tolerance among the nodes' slices; SetNodes updates it
+	// as membership changes. At least 1.
+	Nodes int
+	// SyncInterval is how often nodes exchange their changes: the blind
+	// interval of the budget, and the RetryAfter of a budget denial.
+	SyncInterval time.Duration
+	// Budget enables the per-node budget for the blind interval: a node
+	// admits at most floor + remaining/Nodes of a key that its peers may not
+	// know of yet, where remaining is the room the window had before those
+	// admissions. "Not known yet" is what it admitted since the last
+	// AppendChanges, plus, during DeliveryGrace after it, what it admitted
+	// in the interval before (sent, but maybe not merged yet).
+	Budget bool
+	// BudgetFloor scales the budget's floor: floor = ceil(BudgetFloor x limit
+	// x SyncInterval x (1 + DeliveryGrace) / window). 1 is the most a client at
+	// its limit rate sends in that span, so such a client never meets the
+	// budget even when all its requests reach one node.
+	BudgetFloor float64
+	// DeliveryGrace is how long after a tick a node assumes its message may
+	// still be on its way, as a share of SyncInterval (default 0.25: 50 ms
+	// of 200 ms; far above a LAN's delivery time).
+	DeliveryGrace float64
+	// TailShare is the part of Tolerance that slices may hide (the rest is
+	// left to the blind interval). Each node's slices get TailShare x
+	// Tolerance x limit / Nodes. Default 0.3.
+	TailShare float64
+	// HotShare selects the keys AppendHot returns: those whose window holds
+	// at least this share of their limit (default 0.5), where a lost sync
+	// message could change a decision. The counter notes a key when a local
+	// request or a merge brings it there, so AppendHot visits only those.
+	HotShare float64
+	// Coordinated makes the key's coordinator decide at the margin (SPEC,
+	// "Both halves at once"): a node admits alone only what fits its blind
+	// share of the key (Blind) and, past it, Allow returns
+	// Decision.Coordinate instead of applying the budget; the budget is then
+	// the fallback (AllowFallback) for when the coordinator cannot be
+	// reached. Default true.
+	Coordinated bool
+	// LeaseShare is the part of each key's blind pool (the tolerance left
+	// after the slices' tails: Tolerance·L − N·T) that the key's
+	// coordinator lends out as leases instead of splitting it evenly as
+	// blind shares: a node that keeps asking about a key is lent up to
+	// floor(LeaseShare·pool) hits of it, minus what other nodes hold, to
+	// decide locally for LeaseTime (lease.go). The blind share is what is
+	// left, split among the nodes. 0: no leases. Default 0.6.
+	LeaseShare float64
+	// LeaseTime is how long a node may decide a key locally on a lease
+	// from its coordinator, counted from the check that asked for it.
+	// Default 1s. Must be positive when LeaseShare is.
+	LeaseTime time.Duration
+}
+
+// DefaultClusterConfig returns the defaults the limiterd cluster runs with:
+// the ones documented on ClusterConfig, one node, a 200 ms sync interval
+// and the budget on with a floor of 1.
+func DefaultClusterConfig(self string) ClusterConfig {
+	return ClusterConfig{Self: self, Nodes: 1, SyncInterval: 200 * time.Millisecond, DeliveryGrace: 0.25, Budget: true, BudgetFloor: 1, TailShare: 0.3, HotShare: 0.5, Coordinated: true, LeaseShare: 0.6, LeaseTime: time.Second}
+}
+
+// Validate reports every invalid field, each error wrapping ErrInvalidConfig.
+func (cc ClusterConfig) Validate() error {
+	var errs fieldErrors
+	bad := func(ok bool, format string, args ...any) { errs.check(ok, "cluster "+format, args...) }
+	bad(cc.Self != "", "Self must name this node")
+	bad(cc.Nodes >= 1 && cc.Nodes <= math.MaxUint16, "Nodes must be between 1 and 65535, got %d", cc.Nodes)
+	bad(cc.SyncInterval > 0, "SyncInterval must be positive, got %v", cc.SyncInterval)
+	bad(cc.DeliveryGrace >= 0 && cc.DeliveryGrace <= 1, "DeliveryGrace must be between 0 and 1 (a share of SyncInterval), got %v", cc.DeliveryGrace)
+	bad(cc.BudgetFloor >= 0 && cc.BudgetFloor <= 1e6, "BudgetFloor must be between 0 and 1e6, got %v", cc.BudgetFloor)
+	bad(cc.TailShare >= 0 && cc.TailShare <= 1, "TailShare must be between 0 and 1, got %v", cc.TailShare)
+	bad(cc.HotShare >= 0 && cc.HotShare <= 1, "HotShare must be between 0 and 1, got %v", cc.HotShare)
+	bad(cc.LeaseShare >= 0 && cc.LeaseShare <= 1, "LeaseShare must be between 0 and 1, got %v", cc.LeaseShare)
+	bad(!(cc.LeaseShare > 0) || cc.LeaseTime > 0 && cc.LeaseTime <= MaxWindow,
+		"LeaseTime must be positive (and at most %v) when LeaseShare is, got %v", MaxWindow, cc.LeaseTime)
+	return errors.Join(errs...)
 }

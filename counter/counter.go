@@ -115,7 +115,7 @@ func New(cfg Config) (*Counter, error) {
 		shards:   make([]shard, cfg.Shards),
 		mask:     uint64(cfg.Shards - 1),
 		shardCap: (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards,
-		tolPPM:   int64(cfg.Tolerance*1e6 + 0.5),
+		tolPPM:   tolerancePPM(cfg.Tolerance),
 		slots:    make(map[string]uint16),
 		origins:  make(map[string]uint16),
 		names:    []string{""},

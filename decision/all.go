@@ -39,7 +39,7 @@ func (d *Decider) DecideAll(ctx context.Context, reqs []limiter.Request, out []R
 	t := d.now()
 	fits := true
 	for i := range reqs {
-		if p := validKey(reqs[i].Key); p != "" {
+		if p := limiter.KeyProblem(reqs[i].Key); p != "" {
 			clear(out)
 			return i, &KeyError{Problem: p}
 		}

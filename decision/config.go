@@ -37,13 +37,14 @@ func DefaultConfig() Config {
 	return Config{Now: time.Now, Deadline: DefaultDeadline}
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
-// fields are valid: they take their defaults.
+// Validate reports every invalid field, each error wrapping
+// ErrInvalidConfig. Zero fields are valid: they take their defaults.
 func (c Config) Validate() error {
+	var errs []error
 	if c.Deadline < 0 || c.Deadline > time.Second {
-		return fmt.Errorf("%w: Deadline must be between 0 (the default, %v) and 1s, got %v", ErrInvalidConfig, DefaultDeadline, c.Deadline)
+		errs = append(errs, fmt.Errorf("%w: Deadline must be between 0 (the default, %v) and 1s, got %v", ErrInvalidConfig, DefaultDeadline, c.Deadline))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // withDefaults fills the zero fields.

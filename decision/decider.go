@@ -88,7 +88,7 @@ func New(cfg Config, c Checker, reg prometheus.Registerer, log *slog.Logger) (*D
 // than ctx allows; without an answer by then it is decided alone, with the
 // per-node budget.
 func (d *Decider) Decide(ctx context.Context, req limiter.Request, out *Result) error {
-	if p := validKey(req.Key); p != "" {
+	if p := limiter.KeyProblem(req.Key); p != "" {
 		*out = Result{}
 		return &KeyError{Problem: p}
 	}

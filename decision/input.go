@@ -3,7 +3,6 @@ package decision
 import (
 	"errors"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/limiter"
@@ -11,16 +10,17 @@ import (
 
 // KeyError is the error Decide returns for a key it refuses before asking
 // the Checker: empty, longer than limiter.MaxKeyBytes or not valid UTF-8.
-// The limiter would refuse such a key too; Decide checks first so that every
-// frontend gives the same precise message and such keys never reach the
-// limiter at all. It matches limiter.ErrInvalidKey (errors.Is).
+// The limiter would refuse such a key too, by the same check
+// (limiter.KeyProblem); Decide checks first so that every frontend gives the
+// same precise message and such keys never reach the limiter at all. It
+// matches limiter.ErrInvalidKey (errors.Is).
 //
 // Problem is a field of its own so that a frontend can say where the key came
 // from: httpapi writes "key from the X-Forwarded-For header is not valid
 // UTF-8" for a key it took from a header.
 type KeyError struct {
-	// Problem says what is wrong with the key: "is empty", "is longer than
-	// 1024 bytes" or "is not valid UTF-8".
+	// Problem says what is wrong with the key, as limiter.KeyProblem does:
+	// "is empty", "is longer than 1024 bytes" or "is not valid UTF-8".
 	Problem string
 }
 
@@ -29,20 +29,6 @@ func (e *KeyError) Error() string { return "key " + e.Problem }
 
 // Unwrap returns limiter.ErrInvalidKey.
 func (e *KeyError) Unwrap() error { return limiter.ErrInvalidKey }
-
-// validKey returns the problem with key, "" when there is none. It does not
-// allocate: it runs on every request.
-func validKey(key string) string {
-	switch {
-	case key == "":
-		return "is empty"
-	case len(key) > limiter.MaxKeyBytes:
-		return "is longer than " + strconv.Itoa(limiter.MaxKeyBytes) + " bytes"
-	case !utf8.ValidString(key):
-		return "is not valid UTF-8"
-	}
-	return ""
-}
 
 // inputError is a Checker error that is the client's fault. Its text is the
 // message for the client; it matches both the limiter sentinel it was

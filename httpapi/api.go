@@ -51,16 +51,17 @@ func DefaultConfig() Config {
 	return Config{KeyHeader: "X-Forwarded-For", MaxBodyBytes: 4096}
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig. Zero
-// fields are valid: they take their defaults.
+// Validate reports every invalid field, each error wrapping
+// ErrInvalidConfig. Zero fields are valid: they take their defaults.
 func (c Config) Validate() error {
-	switch {
-	case c.KeyHeader != "" && !validHeaderName(c.KeyHeader):
-		return fmt.Errorf("%w: KeyHeader %q is not a valid header name", ErrInvalidConfig, c.KeyHeader)
-	case c.MaxBodyBytes < 0 || c.MaxBodyBytes > maxBodyLimit:
-		return fmt.Errorf("%w: MaxBodyBytes must be between 1 and %d (0 for the default), got %d", ErrInvalidConfig, maxBodyLimit, c.MaxBodyBytes)
+	var errs []error
+	if c.KeyHeader != "" && !validHeaderName(c.KeyHeader) {
+		errs = append(errs, fmt.Errorf("%w: KeyHeader %q is not a valid header name", ErrInvalidConfig, c.KeyHeader))
 	}
-	return nil
+	if c.MaxBodyBytes < 0 || c.MaxBodyBytes > maxBodyLimit {
+		errs = append(errs, fmt.Errorf("%w: MaxBodyBytes must be between 1 and %d (0 for the default), got %d", ErrInvalidConfig, maxBodyLimit, c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
 }
 
 // withDefaults fills the zero fields.

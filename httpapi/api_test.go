@@ -31,6 +31,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative body cap", Config{MaxBodyBytes: -1}, "MaxBodyBytes must be between 1 and 1048576 (0 for the default), got -1"},
 		{"huge body cap", Config{MaxBodyBytes: 1<<20 + 1}, "MaxBodyBytes must be between 1 and 1048576"},
 		{"largest body cap", Config{MaxBodyBytes: 1 << 20}, ""},
+		{"every problem: the header", Config{KeyHeader: "X Api", MaxBodyBytes: -1}, "is not a valid header name"},
+		{"every problem: the body cap", Config{KeyHeader: "X Api", MaxBodyBytes: -1}, "MaxBodyBytes must be"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

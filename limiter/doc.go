@@ -5,7 +5,8 @@
 //
 // Like package counter it is a pure core: it never reads the clock (Check
 // takes the time; CheckNow is the one convenience that does), starts no
-// goroutines and does no I/O except Load reading a rule file.
+// goroutines and does no I/O except Load and ReadFiles reading
+// rule files.
 //
 // # Rule file
 //

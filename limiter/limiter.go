@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"strconv"
+
 	"github.com/limiterd/limiterd/internal/yamlnode"
 
 	"errors"
@@ -207,24 +209,33 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		d.Rule, d.Shadow, d.N = r.name, r.shadow, len(r.limits)
 		return nil
 	}
-	decided := d.Decided
-	if cd.Leased {
-		decided = DecidedOnLease
-	}
 	r.fill(d, cd, res[:len(r.limits)])
-	d.Decided = decided
 	return nil
+}
+
+// KeyProblem returns what makes key one that Check refuses, "" when
+// nothing does: "is empty", "is longer than 1024 bytes" (MaxKeyBytes) or
+// "is not valid UTF-8", tested in that order. It does not allocate for a
+// valid key, so a frontend may run it on every request, to refuse a bad
+// key before the limiter sees it.
+func KeyProblem(key string) string {
+	switch {
+	case key == "":
+		return "is empty"
+	case len(key) > MaxKeyBytes:
+		return "is longer than " + strconv.Itoa(MaxKeyBytes) + " bytes"
+	case !utf8.ValidString(key):
+		return "is not valid UTF-8"
+	}
+	return ""
 }
 
 // checkRequest checks what Check can tell about req before finding its rule.
 func checkRequest(req Request) error {
+	if p := KeyProblem(req.Key); p != "" {
+		return fmt.Errorf("%w: key %s", ErrInvalidKey, p)
+	}
 	switch {
-	case req.Key == "":
-		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
-	case len(req.Key) > MaxKeyBytes:
-		return fmt.Errorf("%w: key is %d bytes, more than the %d allowed", ErrInvalidKey, len(req.Key), MaxKeyBytes)
-	case !utf8.ValidString(req.Key):
-		return fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidKey)
 	case req.Peek && req.Hits < 0:
 		return &hitsError{fmt.Sprintf("hits of a peek must be at least 0, got %d", req.Hits)}
 	case !req.Peek && req.Hits < 1:
@@ -233,8 +244,12 @@ func checkRequest(req Request) error {
 	return nil
 }
 
-// fill writes the counter's decision for rule r into d.
+// fill writes the counter's decision for rule r into d; d.Decided, set by
+// the caller, becomes DecidedOnLease when a lease decided.
 func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Result) {
+	if cd.Leased {
+		d.Decided = DecidedOnLease
+	}
 	d.WouldAllow = cd.Allowed
 	d.Allowed = cd.Allowed || r.shadow
 	d.Rule = r.name
@@ -262,10 +277,7 @@ func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Resu
 // It counts nothing. A peek or a limit override is never left to the
 // coordinator, and PrepareAsk refuses one.
 func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
-	if err := notCoordinated(req); err != nil {
-		return err
-	}
-	r, err := l.rules.Load().resolve(req)
+	r, err := l.coordinatedRule(req)
 	if err != nil {
 		return err
 	}
@@ -287,10 +299,7 @@ func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 // a limit override, which Check never leaves to the coordinator.
 func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
 	*d = Decision{}
-	if err := notCoordinated(req); err != nil {
-		return err
-	}
-	r, err := l.rules.Load().resolve(req)
+	r, err := l.coordinatedRule(req)
 	if err != nil {
 		return err
 	}
@@ -334,25 +343,21 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 	if err != nil {
 		return fmt.Errorf("limiter: rule %q: %w", r.name, err)
 	}
-	decided := d.Decided
-	if cd.Leased {
-		decided = DecidedOnLease
-	}
 	r.fill(d, cd, res[:len(r.limits)])
-	d.Decided = decided
 	return nil
 }
 
-// notCoordinated refuses, for PrepareAsk and Complete, the requests that
-// Check decides without the coordinator.
-func notCoordinated(req Request) error {
+// coordinatedRule returns, for PrepareAsk and Complete, the rule of a
+// check that Check left to the coordinator (nil when none governs the
+// key), and refuses the requests that Check decides without it.
+func (l *Limiter) coordinatedRule(req Request) (*compiledRule, error) {
 	switch {
 	case req.Peek:
-		return errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
+		return nil, errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
 	case req.Limit != nil:
-		return errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
+		return nil, errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
 	}
-	return nil
+	return l.rules.Load().resolve(req)
 }
 
 // resolve returns the rule that decides req, or nil when none does.

@@ -237,7 +237,7 @@ func TestCheckErrors(t *testing.T) {
 		message string
 	}{
 		{"empty key", Request{Key: "", Hits: 1}, []error{ErrInvalidKey}, "key is empty"},
-		{"long key", Request{Key: strings.Repeat("k", MaxKeyBytes+1), Hits: 1}, []error{ErrInvalidKey}, "key is 1025 bytes, more than the 1024 allowed"},
+		{"long key", Request{Key: strings.Repeat("k", MaxKeyBytes+1), Hits: 1}, []error{ErrInvalidKey}, "key is longer than 1024 bytes"},
 		{"bad UTF-8", Request{Key: "api:\xff", Hits: 1}, []error{ErrInvalidKey}, "key is not valid UTF-8"},
 		{"zero hits", Request{Key: "k", Hits: 0}, []error{ErrInvalidHits, counter.ErrInvalidHits}, "hits must be at least 1, got 0"},
 		{"negative hits", Request{Key: "k", Hits: -3}, []error{ErrInvalidHits, counter.ErrInvalidHits}, "hits must be at least 1, got -3"},
@@ -509,4 +509,27 @@ func BenchmarkCheckParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestKeyProblem is the one check of a key, which Check and the decision
+// layer share: every problem, in order, and no allocation for a good key.
+func TestKeyProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, want string
+	}{
+		{"address", "203.0.113.7", ""},
+		{"exactly MaxKeyBytes", strings.Repeat("k", MaxKeyBytes), ""},
+		{"empty", "", "is empty"},
+		{"one byte too long", strings.Repeat("k", MaxKeyBytes+1), "is longer than 1024 bytes"},
+		{"invalid UTF-8", "ab\xff", "is not valid UTF-8"},
+		{"too long wins over invalid", strings.Repeat("\xff", MaxKeyBytes+1), "is longer than 1024 bytes"},
+	} {
+		if got := KeyProblem(tc.key); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	key := strings.Repeat("é", MaxKeyBytes/2)
+	if n := testing.AllocsPerRun(100, func() { _ = KeyProblem(key) }); n != 0 {
+		t.Errorf("a valid key: %v allocations, want 0", n)
+	}
 }

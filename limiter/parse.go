@@ -1,32 +1,18 @@
 package limiter
 
 import (
-	"github.com/limiterd/limiterd/internal/yamlnode"
-
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/yamlnode"
 	"github.com/limiterd/limiterd/limiter/envoyrules"
+	"github.com/limiterd/limiterd/limiter/internal/problems"
 )
-
-// Load reads and parses the rule file at path; see Parse. An error reading
-// the file does not wrap ErrInvalidRules (the rules were never seen), so a
-// caller can tell a missing file (errors.Is(err, fs.ErrNotExist)) from a bad one.
-func Load(path string) (*RuleSet, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("limiter: read rules: %w", err)
-	}
-	return Parse(path, data)
-}
 
 // Parse parses and validates a rule file (format in doc.go). source names
 // the file in messages and becomes RuleSet.Source. Every problem found is
@@ -42,9 +28,9 @@ func Parse(source string, data []byte) (*RuleSet, error) {
 	if envoyrules.IsEnvoyConfig(data) {
 		return parseEnvoy(source, data)
 	}
-	p := parser{errs: problems{source: source}}
+	p := parser{errs: newProblems(source)}
 	rs := p.file(data)
-	if err := p.errs.err(); err != nil {
+	if err := p.errs.Err(); err != nil {
 		return nil, err
 	}
 	rs.Source = source
@@ -76,54 +62,39 @@ func ruleFields() []string {
 func limitFields() []string { return []string{fLimit, fWindow, fSlices} }
 
 type parser struct {
-	errs problems
+	errs problems.List
 }
 
 func (p *parser) file(data []byte) *RuleSet {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.errs.add(0, "no rules: the file is empty (it needs a %q list)", fRules)
-		} else {
-			p.yamlError(err)
-		}
+	root := p.errs.Document(data, fmt.Sprintf("no rules: the file is empty (it needs a %q list)", fRules),
+		"a rule file holds one YAML document, found a second")
+	if root == nil {
 		return nil
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		p.errs.add(extra.Line, "a rule file holds one YAML document, found a second")
-		return nil
-	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
-		return nil
-	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = yamlnode.Deref(root.Content[0])
 	}
 	if yamlnode.IsNull(root) {
-		p.errs.add(0, "no rules: the file is empty (it needs a %q list)", fRules)
+		p.errs.Add(0, "no rules: the file is empty (it needs a %q list)", fRules)
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errs.add(root.Line, "the file must be a mapping with a %q list, got %s", fRules, yamlnode.Describe(root))
+		p.errs.Add(root.Line, "the file must be a mapping with a %q list, got %s", fRules, yamlnode.Describe(root))
 		return nil
 	}
 	fields := p.fields(root, "", topFields())
 	p.reportFields(fields)
 	rules := fields.value[fRules]
 	if rules == nil {
-		p.errs.add(root.Line, "no rules: missing the %q list", fRules)
+		p.errs.Add(root.Line, "no rules: missing the %q list", fRules)
 		return nil
 	}
 	if yamlnode.IsNull(rules) || rules.Kind == yaml.SequenceNode && len(rules.Content) == 0 {
-		p.errs.add(rules.Line, "no rules: the %q list is empty", fRules)
+		p.errs.Add(rules.Line, "no rules: the %q list is empty", fRules)
 		return nil
 	}
 	if rules.Kind != yaml.SequenceNode {
-		p.errs.add(rules.Line, "field %q: must be a list of rules, got %s", fRules, yamlnode.Describe(rules))
+		p.errs.Add(rules.Line, "field %q: must be a list of rules, got %s", fRules, yamlnode.Describe(rules))
 		return nil
 	}
 	rs := &RuleSet{Rules: make([]Rule, 0, len(rules.Content))}
@@ -142,14 +113,14 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	r := Rule{Line: n.Line}
 	ref := ruleRef{label: fmt.Sprintf("rules[%d]", i), line: n.Line, nameLine: n.Line, index: i}
 	if n.Kind != yaml.MappingNode {
-		p.errs.add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, yamlnode.Describe(n))
+		p.errs.Add(n.Line, "%s: must be a mapping with %q and limits, got %s", ref.label, fName, yamlnode.Describe(n))
 		return r, ref
 	}
 	// The name first: later messages call the rule by it.
 	f := p.fields(n, "", ruleFields())
 	switch v := f.value[fName]; {
 	case v == nil:
-		p.errs.add(n.Line, "%s: field %q: missing", ref.label, fName)
+		p.errs.Add(n.Line, "%s: field %q: missing", ref.label, fName)
 	default:
 		ref.nameLine = v.Line
 		s, ok := p.str(v, ref.label, fName)
@@ -157,7 +128,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 			break
 		}
 		if msg := checkRuleName(s); msg != "" {
-			p.errs.add(v.Line, "%s: field %q: %s", ref.label, fName, msg)
+			p.errs.Add(v.Line, "%s: field %q: %s", ref.label, fName, msg)
 			break
 		}
 		r.Name, ref.name, ref.nameOK = s, s, true
@@ -173,7 +144,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 		ref.hasMatch, ref.matchLine = true, v.Line
 		if s, ok := p.str(v, label, fMatch); ok {
 			if msg := checkPattern(s); msg != "" {
-				p.errs.add(v.Line, "%s: field %q: %s", label, fMatch, msg)
+				p.errs.Add(v.Line, "%s: field %q: %s", label, fMatch, msg)
 			} else {
 				r.Match, ref.match, ref.matchOK = s, s, true
 				ref.canon = compilePattern(s).canonical()
@@ -183,7 +154,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	if v := f.value[fShadow]; v != nil {
 		var b bool
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
-			p.errs.add(v.Line, "%s: field %q: must be true or false, got %s", label, fShadow, yamlnode.Describe(v))
+			p.errs.Add(v.Line, "%s: field %q: must be true or false, got %s", label, fShadow, yamlnode.Describe(v))
 		}
 		r.Shadow = b
 	}
@@ -192,7 +163,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	list := f.value[fLimits]
 	switch {
 	case single && list != nil:
-		p.errs.add(f.key[fLimits].Line, "%s: field %q: give either limit and window or a limits list, not both", label, fLimits)
+		p.errs.Add(f.key[fLimits].Line, "%s: field %q: give either limit and window or a limits list, not both", label, fLimits)
 	case single:
 		if s, ok := p.limitSpec(label, n, f); ok {
 			r.Limits = []LimitSpec{s}
@@ -200,7 +171,7 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 	case list != nil:
 		r.Limits = p.limitList(label, list)
 	default:
-		p.errs.add(n.Line, "%s: missing %q and %q (or a %q list)", label, fLimit, fWindow, fLimits)
+		p.errs.Add(n.Line, "%s: missing %q and %q (or a %q list)", label, fLimit, fWindow, fLimits)
 	}
 	for j := range r.Limits {
 		r.Limits[j].Policy = policyName(r.Name, len(r.Limits), r.Limits[j].Window)
@@ -211,11 +182,11 @@ func (p *parser) rule(i int, n *yaml.Node) (Rule, ruleRef) {
 // limitList reads a rule's "limits" list.
 func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
 	if n.Kind != yaml.SequenceNode {
-		p.errs.add(n.Line, "%s: field %q: must be a list of {limit, window, slices}, got %s", label, fLimits, yamlnode.Describe(n))
+		p.errs.Add(n.Line, "%s: field %q: must be a list of {limit, window, slices}, got %s", label, fLimits, yamlnode.Describe(n))
 		return nil
 	}
 	if len(n.Content) == 0 || len(n.Content) > counter.MaxLimitsPerCall {
-		p.errs.add(n.Line, "%s: field %q: %s", label, fLimits, checkLimitCount(len(n.Content)))
+		p.errs.Add(n.Line, "%s: field %q: %s", label, fLimits, checkLimitCount(len(n.Content)))
 		return nil
 	}
 	specs := make([]LimitSpec, 0, len(n.Content))
@@ -224,7 +195,7 @@ func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
 		e = yamlnode.Deref(e)
 		where := fmt.Sprintf("%s: limits[%d]", label, j)
 		if e.Kind != yaml.MappingNode {
-			p.errs.add(e.Line, "%s: must be a mapping such as {limit: 10, window: 1s}, got %s", where, yamlnode.Describe(e))
+			p.errs.Add(e.Line, "%s: must be a mapping such as {limit: 10, window: 1s}, got %s", where, yamlnode.Describe(e))
 			ok = false
 			continue
 		}
@@ -237,7 +208,7 @@ func (p *parser) limitList(label string, n *yaml.Node) []LimitSpec {
 		}
 		for k, prev := range specs {
 			if prev.Window == s.Window {
-				p.errs.add(f.value[fWindow].Line, "%s: field %q: %s", where, fWindow, repeatsWindow(s.Window, k))
+				p.errs.Add(f.value[fWindow].Line, "%s: field %q: %s", where, fWindow, repeatsWindow(s.Window, k))
 				ok = false
 			}
 		}
@@ -254,14 +225,14 @@ func (p *parser) limitSpec(where string, n *yaml.Node, f fieldSet) (LimitSpec, b
 	var s LimitSpec
 	ok := true
 	if v := f.value[fLimit]; v == nil {
-		p.errs.add(n.Line, "%s: field %q: missing", where, fLimit)
+		p.errs.Add(n.Line, "%s: field %q: missing", where, fLimit)
 		ok = false
 	} else {
 		s.Limit, ok = p.integer(v, where, fLimit, 1, counter.MaxLimit)
 	}
 	v := f.value[fWindow]
 	if v == nil {
-		p.errs.add(n.Line, "%s: field %q: missing", where, fWindow)
+		p.errs.Add(n.Line, "%s: field %q: missing", where, fWindow)
 		return s, false
 	}
 	w, good := p.window(v, where)
@@ -276,7 +247,7 @@ func (p *parser) limitSpec(where string, n *yaml.Node, f fieldSet) (LimitSpec, b
 			return s, false
 		}
 		if msg := checkSlices(n, w); msg != "" {
-			p.errs.add(v.Line, "%s: field %q: %s", where, fSlices, msg)
+			p.errs.Add(v.Line, "%s: field %q: %s", where, fSlices, msg)
 			return s, false
 		}
 		s.Slices = int(n)
@@ -288,7 +259,7 @@ func (p *parser) limitSpec(where string, n *yaml.Node, f fieldSet) (LimitSpec, b
 // milliseconds in range.
 func (p *parser) window(v *yaml.Node, where string) (time.Duration, bool) {
 	bad := func() (time.Duration, bool) {
-		p.errs.add(v.Line, "%s: field %q: must be a Go duration such as \"60s\" or \"500ms\", got %s", where, fWindow, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%s: field %q: must be a Go duration such as \"60s\" or \"500ms\", got %s", where, fWindow, yamlnode.Describe(v))
 		return 0, false
 	}
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
@@ -299,7 +270,7 @@ func (p *parser) window(v *yaml.Node, where string) (time.Duration, bool) {
 		return bad()
 	}
 	if msg := checkWindow(d, yamlnode.Truncate(v.Value)); msg != "" {
-		p.errs.add(v.Line, "%s: field %q: %s", where, fWindow, msg)
+		p.errs.Add(v.Line, "%s: field %q: %s", where, fWindow, msg)
 		return 0, false
 	}
 	return d, true
@@ -311,7 +282,7 @@ func (p *parser) integer(v *yaml.Node, where, field string, lo, hi int64) (int64
 	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" && v.Decode(&n) == nil && lo <= n && n <= hi {
 		return n, true
 	}
-	p.errs.add(v.Line, "%s: field %q: %s", where, field, intRange(lo, hi, yamlnode.Describe(v)))
+	p.errs.Add(v.Line, "%s: field %q: %s", where, field, intRange(lo, hi, yamlnode.Describe(v)))
 	return 0, false
 }
 
@@ -322,9 +293,9 @@ func (p *parser) str(v *yaml.Node, where, field string) (string, bool) {
 		return v.Value, true
 	}
 	if yamlnode.IsNull(v) {
-		p.errs.add(v.Line, "%s: field %q: must not be empty", where, field)
+		p.errs.Add(v.Line, "%s: field %q: must not be empty", where, field)
 	} else {
-		p.errs.add(v.Line, "%s: field %q: must be text, got %s", where, field, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%s: field %q: must be text, got %s", where, field, yamlnode.Describe(v))
 	}
 	return "", false
 }
@@ -354,7 +325,7 @@ func (p *parser) fields(n *yaml.Node, label string, known []string) fieldSet {
 		}
 		name = yamlnode.Truncate(name)
 		switch {
-		case !contains(known, name) || k.Kind != yaml.ScalarNode:
+		case !slices.Contains(known, name) || k.Kind != yaml.ScalarNode:
 			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: unknown field (known fields: %s)", name, strings.Join(known, ", "))})
 		case f.key[name] != nil:
 			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: given twice (first at line %d)", name, f.key[name].Line)})
@@ -369,25 +340,9 @@ func (p *parser) fields(n *yaml.Node, label string, known []string) fieldSet {
 func (p *parser) reportFields(f fieldSet) {
 	for _, pr := range f.problems {
 		if f.label == "" {
-			p.errs.add(pr.line, "%s", pr.msg)
+			p.errs.Add(pr.line, "%s", pr.msg)
 		} else {
-			p.errs.add(pr.line, "%s: %s", f.label, pr.msg)
+			p.errs.Add(pr.line, "%s: %s", f.label, pr.msg)
 		}
 	}
-}
-
-// yamlError reports a YAML syntax error at the line yaml names, if any, in
-// the same "source:line:" form as every other problem.
-func (p *parser) yamlError(err error) {
-	line, msg := yamlnode.SyntaxError(err)
-	p.errs.add(line, "invalid YAML: %s", msg)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -328,8 +328,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("rules:\n  - {name: a, match: 'a*?\\\\', limit: 1, window: 1s, shadow: true}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := parser{errs: problems{source: "f.yaml"}}
-		if raw := p.file(data); len(p.errs.list) == 0 {
+		p := parser{errs: newProblems("f.yaml")}
+		if raw := p.file(data); p.errs.Err() == nil {
 			if err := raw.Validate(); err != nil {
 				t.Fatalf("the parser passed a set Validate rejects: %v", err)
 			}

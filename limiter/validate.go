@@ -3,16 +3,14 @@ package limiter
 import (
 	"github.com/limiterd/limiterd/internal/yamlnode"
 
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/limiter/envoyrules"
+	"github.com/limiterd/limiterd/limiter/internal/problems"
 )
 
 // DefaultSlices is the number of slices a limit's window is divided into
@@ -38,16 +36,16 @@ func (rs *RuleSet) Validate() error {
 	if rs == nil {
 		return fmt.Errorf("%w: nil rule set", ErrInvalidRules)
 	}
-	errs := problems{source: rs.Source}
+	errs := newProblems(rs.Source)
 	if len(rs.Rules) == 0 && len(rs.Envoy) == 0 {
-		errs.add(0, "no rules")
+		errs.Add(0, "no rules")
 	}
 	ruleAt, envoyAt := rs.origins()
 	refs := make([]ruleRef, len(rs.Rules))
 	for i := range rs.Rules {
 		r := &rs.Rules[i]
 		o := ruleAt[i]
-		add := func(format string, args ...any) { errs.addIn(o.source, o.rank, r.Line, format, args...) }
+		add := func(format string, args ...any) { errs.AddIn(o.source, o.rank, r.Line, format, args...) }
 		label := fmt.Sprintf("rules[%d]", o.index)
 		ref := ruleRef{line: r.Line, nameLine: r.Line, matchLine: r.Line, label: label, source: o.source, rank: o.rank, index: o.index, byName: r.ByName}
 		if msg := checkRuleName(r.Name); msg != "" {
@@ -106,22 +104,22 @@ func (rs *RuleSet) Validate() error {
 	}
 	crossCheck(refs, &errs)
 	checkEnvoyConfigs(rs.Envoy, envoyAt, &errs)
-	return errs.err()
+	return errs.Err()
 }
 
 // checkEnvoyConfigs checks the Envoy configs of a rule set: each one there,
 // with a domain, and one per domain, which upstream requires of the files it
 // loads too (unless MERGE_DOMAIN_CONFIG merges them): Limiter.Envoy finds a
 // config by its domain.
-func checkEnvoyConfigs(cs []*envoyrules.Config, at []origin, errs *problems) {
+func checkEnvoyConfigs(cs []*envoyrules.Config, at []origin, errs *problems.List) {
 	domains := make(map[string]int, len(cs))
 	for i, c := range cs {
 		o := at[i]
 		switch {
 		case c == nil:
-			errs.addIn(o.source, o.rank, 0, "envoy[%d]: no Envoy config (nil)", o.index)
+			errs.AddIn(o.source, o.rank, 0, "envoy[%d]: no Envoy config (nil)", o.index)
 		case c.Domain == "":
-			errs.addIn(o.source, o.rank, 0, "envoy[%d]: the Envoy config has no domain", o.index)
+			errs.AddIn(o.source, o.rank, 0, "envoy[%d]: the Envoy config has no domain", o.index)
 		default:
 			j, dup := domains[c.Domain]
 			if !dup {
@@ -132,7 +130,7 @@ func checkEnvoyConfigs(cs []*envoyrules.Config, at []origin, errs *problems) {
 			if other == o.source {
 				other = fmt.Sprintf("envoy[%d] of the same file", at[j].index)
 			}
-			errs.addIn(o.source, o.rank, 0, "Envoy domain %q: already the domain of %s; give each domain one file", yamlnode.Truncate(c.Domain), other)
+			errs.AddIn(o.source, o.rank, 0, "Envoy domain %q: already the domain of %s; give each domain one file", yamlnode.Truncate(c.Domain), other)
 		}
 	}
 }
@@ -203,14 +201,14 @@ func (r ruleRef) at(o ruleRef) string {
 // default rule, and a pattern that repeats an earlier one (the later rule
 // could then never be chosen by matching, which is always a mistake).
 // ByName rules take part in the first check only.
-func crossCheck(refs []ruleRef, errs *problems) {
+func crossCheck(refs []ruleRef, errs *problems.List) {
 	names := make(map[string]int, len(refs))
 	patterns := make(map[string]int, len(refs))
 	def := -1
 	for i, r := range refs {
 		if r.nameOK {
 			if j, dup := names[r.name]; dup {
-				errs.addIn(r.source, r.rank, r.nameLine, "rules[%d]: field \"name\": %q is already the name of the rule at %s", r.index, r.name, r.at(refs[j]))
+				errs.AddIn(r.source, r.rank, r.nameLine, "rules[%d]: field \"name\": %q is already the name of the rule at %s", r.index, r.name, r.at(refs[j]))
 			} else {
 				names[r.name] = i
 			}
@@ -218,12 +216,12 @@ func crossCheck(refs []ruleRef, errs *problems) {
 		switch {
 		case r.byName:
 		case !r.hasMatch && def >= 0:
-			errs.addIn(r.source, r.rank, r.line, "%s: only one rule may omit \"match\" (the default rule), and %s at %s already does", r.label, refs[def].label, r.at(refs[def]))
+			errs.AddIn(r.source, r.rank, r.line, "%s: only one rule may omit \"match\" (the default rule), and %s at %s already does", r.label, refs[def].label, r.at(refs[def]))
 		case !r.hasMatch:
 			def = i
 		case r.matchOK:
 			if j, dup := patterns[r.canon]; dup {
-				errs.addIn(r.source, r.rank, r.matchLine, "%s: field \"match\": %q is the same pattern as %s at %s, so this rule could never match", r.label, r.match, refs[j].label, r.at(refs[j]))
+				errs.AddIn(r.source, r.rank, r.matchLine, "%s: field \"match\": %q is the same pattern as %s at %s, so this rule could never match", r.label, r.match, refs[j].label, r.at(refs[j]))
 			} else {
 				patterns[r.canon] = i
 			}
@@ -360,65 +358,7 @@ func defaultSlices(window time.Duration) int {
 	return int(min(DefaultSlices, int64(window/time.Millisecond)))
 }
 
-// problems collects validation problems so one run reports all of them.
-type problems struct {
-	source string // the file problems are in unless they name another
-	list   []problem
-	more   int // problems dropped past maxCollected
-}
-
-type problem struct {
-	source string // "" for problems.source
-	rank   int    // the file's position among merged ones: messages follow it
-	line   int
-	msg    string
-}
-
-// maxCollected bounds memory for a file that is wrong everywhere.
-const maxCollected = 1000
-
-// add records one problem at line (0 when no line applies).
-func (p *problems) add(line int, format string, args ...any) {
-	p.addIn("", 0, line, format, args...)
-}
-
-// addIn records one problem at line of source, the rank-th of the files
-// merged ("" and 0 for the file of p).
-func (p *problems) addIn(source string, rank, line int, format string, args ...any) {
-	if len(p.list) == maxCollected {
-		p.more++
-		return
-	}
-	p.list = append(p.list, problem{source, rank, line, fmt.Sprintf(format, args...)})
-}
-
-// err returns nil, the single problem, or the first maxProblems of them in
-// file and line order, one per line (the layout of yaml's own multi-error
-// messages).
-func (p *problems) err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	// Checks run field by field and then across rules; reading the result
-	// top to bottom is easier when it follows the files.
-	slices.SortStableFunc(p.list, func(a, b problem) int {
-		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.line, b.line))
-	})
-	msgs := make([]string, 0, min(len(p.list), maxProblems))
-	for _, pr := range p.list[:min(len(p.list), maxProblems)] {
-		pos := cmp.Or(pr.source, p.source, "rules")
-		if pr.line > 0 {
-			pos += ":" + strconv.Itoa(pr.line)
-		}
-		msgs = append(msgs, pos+": "+pr.msg)
-	}
-	if len(msgs) == 1 {
-		return fmt.Errorf("%w: %s", ErrInvalidRules, msgs[0])
-	}
-	total := len(p.list) + p.more
-	msg := strings.Join(msgs, "\n  ")
-	if total > len(msgs) {
-		msg += fmt.Sprintf("\n  ... and %d more", total-len(msgs))
-	}
-	return fmt.Errorf("%w: %d problems:\n  %s", ErrInvalidRules, total, msg)
+// newProblems is the collector of the problems of the rule file source.
+func newProblems(source string) problems.List {
+	return problems.List{Source: source, Unnamed: "rules", Sentinel: ErrInvalidRules, Shown: maxProblems}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
-// ErrInvalidConfig wraps the errors of New.
+// ErrInvalidConfig wraps the errors of Config.Validate and New.
 var ErrInvalidConfig = errors.New("rls: invalid config")
 
 // Rules gives the Envoy configuration in force for a domain, nil when it
@@ -39,7 +39,8 @@ type Config struct {
 // DefaultConfig returns the zero Config: the RateLimit fields only.
 func DefaultConfig() Config { return Config{} }
 
-// Validate reports an invalid Config; every Config is valid today.
+// Validate reports every invalid field, each error wrapping
+// ErrInvalidConfig; every Config is valid today.
 func (c Config) Validate() error { return nil }
 
 // Limits of one call: Envoy sends a handful of descriptors of a few

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -211,15 +210,4 @@ func (e *Engine) FailedOver(now time.Time) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// validateFailover checks the failover fields of c.
-func (c Config) validateFailover() error {
-	switch {
-	case c.FailoverMisses < 1:
-		return fmt.Errorf("%w: FailoverMisses must be at least 1, got %d", ErrInvalidConfig, c.FailoverMisses)
-	case c.FailoverSilence <= 0:
-		return fmt.Errorf("%w: FailoverSilence must be positive, got %v", ErrInvalidConfig, c.FailoverSilence)
-	}
-	return nil
 }

@@ -43,23 +43,83 @@ const DefaultStreamBytes = 60_000
 // exact figure for its label and gossip key.
 const DefaultDatagramBytes = 1400 - 1 - 5
 
+// Timing is the part of Config that cluster.Config carries as it is
+// (embedded), so that each of these settings is declared and documented
+// once.
+type Timing struct {
+	// AntiEntropyInterval is how often the engine re-sends, to every up
+	// peer, its slices of the keys whose window is at least the counter's
+	// HotShare full (where a lost datagram could change a decision), or,
+	// with no such key, a heartbeat: a lost delta is healed within it. It
+	// is scheduled in ticks: the tick of every ceil(AntiEntropyInterval /
+	// SyncInterval)-th sync slot (slots counted from the Unix epoch, so
+	// every node runs it at the same instants), or the first tick after
+	// such a slot when that tick was skipped. The sync interval itself is
+	// the counter's (counter.ClusterConfig.SyncInterval): there is one,
+	// set once, on the counter. Default 1s.
+	AntiEntropyInterval time.Duration
+	// RejoinInterval is the least time between two catch-ups (full state)
+	// sent to one peer, so that a flapping peer cannot cause a storm of
+	// full transfers; the cluster layer also joins its seeds that are not
+	// alive members again this often (cluster.Config.Join). Default 10s.
+	RejoinInterval time.Duration
+	// MaxClockOffset is the largest offset by which a peer's clock may be
+	// ahead of ours (as estimated from its messages) while this node still
+	// merges the peer's slices: their starts are read on the peer's clock
+	// (package counter), so past it they land too far off in our window
+	// to count right. Only a clock ahead is judged: a message is never
+	// early, so an offset ahead is the clocks', while one behind may be
+	// nothing but delay (a queue, a node starved of CPU); a peer behind
+	// sees this node ahead, and refuses for both. Beyond it the slices of
+	// the peer's own that its sync messages carry are not merged but
+	// counted (Stats.EntriesSkewed), its asks are answered that this node
+	// cannot decide them, and a warning is logged (Config.Log) at most
+	// once a minute per peer. Everything else goes on: the peer stays a
+	// live member (heartbeats, hellos, membership, its share of the node
+	// count), it is sent what every peer is sent, and the slices of this
+	// node's own that it sends back are merged (they are on this clock);
+	// the two count each other's requests as if partitioned (doc.go) until
+	// the offset is back under it. The offset judged is the largest its
+	// messages showed over the last one to two AntiEntropyIntervals (a
+	// late message looks behind, never ahead). When it is back under the
+	// limit, merging resumes with that message, and a hello asks the peer
+	// for its state, which brings back the slices refused meanwhile. 0
+	// turns the check off. Default 1s in cluster.DefaultConfig (limiterd's
+	// -max-clock-offset); DefaultConfig here leaves it 0, as a simulation
+	// of skew needs. Under Config.MaxMessageAge (10s), past which messages
+	// are stale.
+	MaxClockOffset time.Duration
+}
+
+// DefaultTiming returns the defaults documented on Timing, those of a
+// cluster node: MaxClockOffset 1s.
+func DefaultTiming() Timing {
+	return Timing{AntiEntropyInterval: time.Second, RejoinInterval: 10 * time.Second, MaxClockOffset: time.Second}
+}
+
+// Problems returns what is wrong with t, one text a field, for messages
+// that may be maxMessageAge old (Config.MaxMessageAge). Config.Validate
+// and cluster.Config.Validate wrap each in their ErrInvalidConfig.
+func (t Timing) Problems(maxMessageAge time.Duration) []string {
+	var p []string
+	if t.AntiEntropyInterval <= 0 {
+		p = append(p, fmt.Sprintf("AntiEntropyInterval must be positive, got %v", t.AntiEntropyInterval))
+	}
+	if t.RejoinInterval <= 0 {
+		p = append(p, fmt.Sprintf("RejoinInterval must be positive, got %v", t.RejoinInterval))
+	}
+	if t.MaxClockOffset < 0 || t.MaxClockOffset >= maxMessageAge {
+		p = append(p, fmt.Sprintf("MaxClockOffset must be at least 0 (0: no check) and under the stale-message age %v (MaxMessageAge), got %v", maxMessageAge, t.MaxClockOffset))
+	}
+	return p
+}
+
 // Config configures an Engine. Build it from DefaultConfig.
 type Config struct {
 	// Self is this node's name; it must match the counter's cluster Self.
 	Self string
-	// AntiEntropyInterval is how often the engine re-sends, to every up
-	// peer, its slices of the keys whose window is at least the counter's
-	// HotShare full (where a lost datagram could change a decision), or,
-	// with no such key, a heartbeat. It is scheduled in ticks: the tick of
-	// every ceil(AntiEntropyInterval / SyncInterval)-th sync slot (slots
-	// counted from the Unix epoch, so every node runs it at the same
-	// instants), or the first tick after such a slot when that tick was
-	// skipped. Default 1s.
-	AntiEntropyInterval time.Duration
-	// RejoinInterval is the least time between two catch-ups (full state)
-	// sent to one peer, so that a flapping peer cannot cause a storm of
-	// full transfers. Default 10s.
-	RejoinInterval time.Duration
+	// Timing: AntiEntropyInterval, RejoinInterval and MaxClockOffset.
+	Timing
 	// MaxStateSends caps the full-state messages (catch-ups and hello
 	// replies, which cost far more than the message that asked for them)
 	// sent to all peers together per RejoinInterval; each peer gets at most
@@ -70,24 +130,8 @@ type Config struct {
 	// MaxMessageAge is the oldest a message may be, its send time on the
 	// sender's clock against ours, before it is dropped as stale (ErrStale):
 	// the clock offset tolerated plus delivery. A replayed message older
-	// than that does nothing. Default 10s.
+	// than that does nothing. Default 10s, the most it may be.
 	MaxMessageAge time.Duration
-	// MaxClockOffset is the largest clock offset of a peer at which its
-	// slices are still merged: beyond it (either way) the slices of its
-	// own that its sync messages carry are not merged but counted
-	// (Stats.EntriesSkewed), its asks are answered that this node cannot
-	// decide them, and a warning is logged (Config.Log) at most once
-	// a minute per peer. Everything else goes on: the peer stays up, its
-	// hellos are answered, it is sent what every peer is sent, and the
-	// slices of this node's own that it sends back are merged (they are on
-	// this clock). The offset judged is the largest its messages showed
-	// over the last one to two AntiEntropyIntervals (a late message looks
-	// behind, never ahead). When it is back under the limit, merging
-	// resumes with that message, and a hello asks the peer for its state,
-	// which brings back the slices refused meanwhile.
-	// Zero (the default here; cluster.Config's is 1s): no check, as a
-	// simulation of skew needs. Must be under MaxMessageAge.
-	MaxClockOffset time.Duration
 	// Log, if set, receives the engine's warnings (a peer's clock beyond
 	// MaxClockOffset, and its return). nil: discarded.
 	Log *slog.Logger
@@ -140,17 +184,18 @@ type Config struct {
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig(self string) Config {
+	t := DefaultTiming()
+	t.MaxClockOffset = 0 // no check: a simulation of skew needs none
 	return Config{
-		Self:                self,
-		AntiEntropyInterval: time.Second,
-		RejoinInterval:      10 * time.Second,
-		MaxStateSends:       16,
-		MaxMessageAge:       askMemory,
-		DatagramBytes:       DefaultDatagramBytes,
-		StreamBytes:         DefaultStreamBytes,
-		Limits:              DefaultDecodeLimits(),
-		FailoverMisses:      3,
-		FailoverSilence:     time.Second,
+		Self:            self,
+		Timing:          t,
+		MaxStateSends:   16,
+		MaxMessageAge:   askMemory,
+		DatagramBytes:   DefaultDatagramBytes,
+		StreamBytes:     DefaultStreamBytes,
+		Limits:          DefaultDecodeLimits(),
+		FailoverMisses:  3,
+		FailoverSilence: time.Second,
 	}
 }
 
@@ -163,20 +208,14 @@ func (c Config) Validate() error {
 	if c.Self == "" || len(c.Self) > c.Limits.MaxNameBytes {
 		bad("Self must have 1 to %d bytes, got %d", c.Limits.MaxNameBytes, len(c.Self))
 	}
-	if c.AntiEntropyInterval <= 0 {
-		bad("AntiEntropyInterval must be positive, got %v", c.AntiEntropyInterval)
-	}
-	if c.RejoinInterval <= 0 {
-		bad("RejoinInterval must be positive, got %v", c.RejoinInterval)
+	for _, p := range c.Timing.Problems(c.MaxMessageAge) {
+		bad("%s", p)
 	}
 	if c.MaxStateSends < 1 {
 		bad("MaxStateSends must be at least 1, got %d", c.MaxStateSends)
 	}
 	if c.MaxMessageAge <= 0 || c.MaxMessageAge > askMemory {
 		bad("MaxMessageAge must be positive and at most %v, got %v", askMemory, c.MaxMessageAge)
-	}
-	if c.MaxClockOffset < 0 || c.MaxClockOffset >= c.MaxMessageAge {
-		bad("MaxClockOffset must be at least 0 (0: no check) and under MaxMessageAge (%v), got %v", c.MaxMessageAge, c.MaxClockOffset)
 	}
 	if c.SilenceThreshold < 0 {
 		bad("SilenceThreshold must not be negative, got %v", c.SilenceThreshold)
@@ -190,8 +229,11 @@ func (c Config) Validate() error {
 	if c.Limits.MaxEntries < 1 || c.Limits.MaxKeyBytes < 1 || c.Limits.MaxNameBytes < 1 {
 		bad("decode limits must be positive: %+v", c.Limits)
 	}
-	if err := c.validateFailover(); err != nil {
-		errs = append(errs, err)
+	if c.FailoverMisses < 1 {
+		bad("FailoverMisses must be at least 1, got %d", c.FailoverMisses)
+	}
+	if c.FailoverSilence <= 0 {
+		bad("FailoverSilence must be positive, got %v", c.FailoverSilence)
 	}
 	return errors.Join(errs...)
 }

@@ -697,6 +697,9 @@ func TestEngineConfigValidate(t *testing.T) {
 		{"stream under datagram", func(c *Config) { c.StreamBytes = 1000 }, "StreamBytes"},
 		{"negative clock offset", func(c *Config) { c.MaxClockOffset = -1 }, "MaxClockOffset"},
 		{"clock offset past the stale age", func(c *Config) { c.MaxClockOffset = c.MaxMessageAge }, "MaxClockOffset"},
+		{"every problem: failover", func(c *Config) { c.FailoverMisses, c.FailoverSilence, c.RejoinInterval = 0, 0, 0 }, "FailoverMisses"},
+		{"every problem: failover silence", func(c *Config) { c.FailoverMisses, c.FailoverSilence, c.RejoinInterval = 0, 0, 0 }, "FailoverSilence"},
+		{"every problem: timing", func(c *Config) { c.FailoverMisses, c.FailoverSilence, c.RejoinInterval = 0, 0, 0 }, "RejoinInterval"},
 	} {
 		c := DefaultConfig("a")
 		tc.change(&c)

@@ -13,10 +13,6 @@ import (
 	"github.com/limiterd/limiterd/limiter"
 )
 
-// minLimitScan bounds the search for the smallest limit a cluster can share
-// (about 1 ms of arithmetic): enough for a few thousand nodes.
-const minLimitScan = 1 << 16
-
 // boundsWatch tells operators which limits in force the counter cannot keep
 // within 1 + Tolerance, at the moment that becomes true: after a rule load
 // and after the node count changes, both of which change
@@ -24,19 +20,15 @@ const minLimitScan = 1 << 16
 // limiterd_rule_worst_case_ratio, logs one warning per limit when it goes
 // above and one info line when it comes back.
 type boundsWatch struct {
-	lim      *limiter.Limiter
-	log      *slog.Logger
-	promised float64 // 1 + Tolerance, for messages
-	cc       counter.ClusterConfig
-	ratio    *prometheus.GaugeVec
-
-	// alone is a counter in single-node mode with the real counter's
-	// tolerance: its WorstCase is the promised bound, L + floor(Tolerance x
-	// L), computed exactly as the counter does. model (nil on a single
-	// node) is one in cluster mode that what-ifs reconfigure, so that the
-	// advice comes from the counter's own arithmetic, not a copy of it.
-	alone *counter.Counter
-	model *counter.Counter
+	lim       *limiter.Limiter
+	log       *slog.Logger
+	tolerance float64 // the counter's
+	promised  float64 // 1 + Tolerance, for messages
+	// cc is the counter's cluster settings when clustered (the zero
+	// ClusterConfig, a single node's, else); b.nodes overrides its Nodes.
+	cc        counter.ClusterConfig
+	clustered bool
+	ratio     *prometheus.GaugeVec
 
 	mu     sync.Mutex
 	nodes  int
@@ -51,13 +43,8 @@ type boundKey struct{ rule, limit string }
 // node, with cc (nil on a single node). Call check once the rules are
 // loaded, and setNodes from cluster.Config.OnNodesChanged.
 func newBoundsWatch(lim *limiter.Limiter, cfg counter.Config, cc *counter.ClusterConfig, reg prometheus.Registerer, log *slog.Logger) (*boundsWatch, error) {
-	scratch := counter.Config{Shards: 1, MaxKeys: 1, Tolerance: cfg.Tolerance}
-	alone, err := counter.New(scratch)
-	if err != nil {
-		return nil, fmt.Errorf("bounds: %w", err)
-	}
 	b := &boundsWatch{
-		lim: lim, log: log, promised: 1 + cfg.Tolerance, alone: alone, nodes: 1,
+		lim: lim, log: log, tolerance: cfg.Tolerance, promised: 1 + cfg.Tolerance, nodes: 1,
 		series: make(map[boundKey]bool), above: make(map[boundKey]bool),
 		ratio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "limiterd_rule_worst_case_ratio",
@@ -65,13 +52,7 @@ func newBoundsWatch(lim *limiter.Limiter, cfg counter.Config, cc *counter.Cluste
 		}, []string{"rule", "limit"}),
 	}
 	if cc != nil {
-		b.cc = *cc
-		if b.model, err = counter.New(scratch); err == nil {
-			err = b.model.SetCluster(b.cc)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bounds: %w", err)
-		}
+		b.cc, b.clustered = *cc, true
 	}
 	if err := reg.Register(b.ratio); err != nil {
 		return nil, fmt.Errorf("bounds: register metrics: %w", err)
@@ -107,8 +88,7 @@ func (b *boundsWatch) check(trigger string) {
 		k := boundKey{lb.Rule, lb.LimitText()}
 		series[k] = true
 		b.ratio.WithLabelValues(k.rule, k.limit).Set(lb.Ratio())
-		promised := b.alone.WorstCase(lb.Limit, lb.Window)
-		if lb.WorstCase <= promised {
+		if lb.WorstCase <= counter.BoundOf(b.tolerance, b.cc, lb.Limit, lb.Window).Promised {
 			if b.above[k] {
 				b.log.Info("rule limit back within its promised bound", "rule", lb.Rule, "limit", k.limit,
 					"worst_case", lb.WorstCase, "ratio", round3(lb.Ratio()), "promised", b.promised, "nodes", b.nodes, "trigger", trigger)
@@ -133,117 +113,63 @@ func (b *boundsWatch) check(trigger string) {
 }
 
 // advice says what would bring a limit per window, above its promised
-// bound on b.nodes nodes, back within it. Every figure in it is the model
-// counter's WorstCase under the settings it names.
+// bound on b.nodes nodes, back within it: counter.Advise's figures, in
+// limiterd's flags. Under b.mu.
 func (b *boundsWatch) advice(limit int64, window time.Duration) string {
 	cc := b.cc
 	cc.Nodes = b.nodes
 	// A single node keeps every limit within its bound; an invalid count
 	// is one the counter refused too.
-	if b.model == nil || cc.Validate() != nil {
+	if !b.clustered || cc.Validate() != nil {
 		return ""
 	}
-	// The what-ifs below vary the budget's settings: its bound is the one
-	// that depends on them.
-	return b.adviceFor(limit, window)
+	a, ok := counter.Advise(b.tolerance, cc, limit, window)
+	if !ok {
+		return ""
+	}
+	return adviceText(a, b.promised)
 }
 
-// adviceFor is advice, with the coordinator's suggestion when it is off.
-func (b *boundsWatch) adviceFor(limit int64, window time.Duration) string {
-	a := b.budgetAdvice(limit, window)
-	if !b.cc.Coordinated {
-		a += "; or turn -coordinate on (on every node): the key's coordinator then decides at the margin and keeps every limit within its bound on a healthy cluster"
+// adviceText words a in limiterd's flags, with the figures each setting
+// gives. promised is 1 + Tolerance.
+func adviceText(a counter.Advice, promised float64) string {
+	text := ""
+	switch {
+	case a.EnableBudget && a.BudgetBound <= a.Promised:
+		text = fmt.Sprintf("turn the per-node budget on (-budget=true) on every node: without it each node may admit the whole limit between two syncs; with it the worst case is %d (%vx)",
+			a.BudgetBound, ratioOf(a.BudgetBound, a.Limit))
+	case a.EnableBudget:
+		text = "turn the per-node budget on (-budget=true) on every node, and then: " + syncAdviceText(a, promised)
+	default:
+		text = syncAdviceText(a, promised)
 	}
-	return a
+	if a.EnableCoordinator {
+		text += "; or turn -coordinate on (on every node): the key's coordinator then decides at the margin and keeps every limit within its bound on a healthy cluster"
+	}
+	return text
 }
 
-// budgetAdvice is advice for a cluster whose nodes decide alone with the
-// budget (-coordinate=false, or a coordinator that cannot be reached).
-func (b *boundsWatch) budgetAdvice(limit int64, window time.Duration) string {
-	promised := b.alone.WorstCase(limit, window)
-	ratio := func(w int64) float64 { return round3(float64(w) / float64(limit)) }
-	prefix := ""
-	if !b.cc.Budget {
-		w := b.whatIf(b.cc.SyncInterval, true, limit, window)
-		if w <= promised {
-			return fmt.Sprintf("turn the per-node budget on (-budget=true) on every node: without it each node may admit the whole limit between two syncs; with it the worst case is %d (%vx)",
-				w, ratio(w))
-		}
-		prefix = "turn the per-node budget on (-budget=true) on every node, and then: "
+// syncAdviceText is adviceText for the budget on: a shorter sync interval,
+// or why none is short enough.
+func syncAdviceText(a counter.Advice, promised float64) string {
+	switch {
+	case a.Sync > 0:
+		return fmt.Sprintf("shorten -sync-interval to %v or less on every node (worst case then %d, %vx), or give the limit a longer window",
+			a.Sync, a.SyncBound, ratioOf(a.SyncBound, a.Limit))
+	case a.Floor1ms > 1:
+		return fmt.Sprintf("no sync interval fits: even at 1ms each node may admit %d requests of a key before its peers hear of them (worst case %d); give the limit a longer window",
+			a.Floor1ms, a.Bound1ms)
 	}
-	if s := b.longestSync(limit, window); s > 0 {
-		w := b.whatIf(s, true, limit, window)
-		return prefix + fmt.Sprintf("shorten -sync-interval to %v or less on every node (worst case then %d, %vx), or give the limit a longer window",
-			s, w, ratio(w))
+	text := fmt.Sprintf("the limit is too small to share among %d nodes: whatever the sync interval, each node may admit a request of a key before its peers hear of it, and those %d plus slice tails of %d exceed the %d over %d that %vx allows",
+		a.Nodes, a.Nodes, a.Tails, a.Promised-a.Limit, a.Limit, promised)
+	if a.Smallest > 0 {
+		text += fmt.Sprintf("; the smallest larger limit per %v that a short enough sync interval keeps within %vx on %d nodes is %d", a.Window, promised, a.Nodes, a.Smallest)
 	}
-
-	// Not even a 1 ms sync interval fits. Its worst case is L + N·f + tail;
-	// without the budget it is N·L + tail, which gives the tail, hence f.
-	n := int64(b.nodes)
-	at1 := b.whatIf(time.Millisecond, true, limit, window)
-	tail := b.whatIf(time.Millisecond, false, limit, window) - n*limit
-	if f := (at1 - limit - tail) / n; f > 1 {
-		return prefix + fmt.Sprintf("no sync interval fits: even at 1ms each node may admit %d requests of a key before its peers hear of them (worst case %d); give the limit a longer window",
-			f, at1)
-	}
-	msg := fmt.Sprintf("the limit is too small to share among %d nodes: whatever the sync interval, each node may admit a request of a key before its peers hear of it, and those %d plus slice tails of %d exceed the %d over %d that %vx allows",
-		n, n, tail, promised-limit, limit, b.promised)
-	if lmin := b.smallestShareable(limit, window); lmin > 0 {
-		msg += fmt.Sprintf("; the smallest larger limit per %v that a short enough sync interval keeps within %vx on %d nodes is %d", window, b.promised, n, lmin)
-	}
-	return prefix + msg + "; raise the limit, use fewer nodes, or accept the ratio"
+	return text + "; raise the limit, use fewer nodes, or accept the ratio"
 }
 
-// whatIf is the worst case of a limit per window on b.nodes nodes with the
-// given sync interval and budget, the rest of the cluster settings as they
-// are. b.model is only used here and under b.mu.
-func (b *boundsWatch) whatIf(sync time.Duration, budget bool, limit int64, window time.Duration) int64 {
-	cc := b.cc
-	cc.Nodes, cc.SyncInterval, cc.Budget, cc.Coordinated = b.nodes, sync, budget, false
-	if err := b.model.SetCluster(cc); err != nil {
-		// Only a node count beyond what the counter accepts; SetNodes
-		// refused it too, so the counter never ran with it.
-		return math.MaxInt64
-	}
-	return b.model.WorstCase(limit, window)
-}
-
-// longestSync returns the longest sync interval, in whole milliseconds and
-// at most the current one, that keeps a limit per window within its
-// promised bound on b.nodes nodes with the budget, or 0 if not even 1 ms
-// does. The worst case never falls as the interval grows, so a binary
-// search finds it.
-func (b *boundsWatch) longestSync(limit int64, window time.Duration) time.Duration {
-	promised := b.alone.WorstCase(limit, window)
-	fits := func(ms int64) bool {
-		return b.whatIf(time.Duration(ms)*time.Millisecond, true, limit, window) <= promised
-	}
-	lo, hi := int64(1), max(b.cc.SyncInterval.Milliseconds(), 1)
-	if !fits(lo) {
-		return 0
-	}
-	for lo < hi { // fits(lo)
-		mid := lo + (hi-lo+1)/2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return time.Duration(lo) * time.Millisecond
-}
-
-// smallestShareable returns the smallest limit above limit per window that
-// fits its promised bound on b.nodes nodes at a 1 ms sync interval (the
-// best case) with the budget, or 0 if none within minLimitScan above does.
-func (b *boundsWatch) smallestShareable(limit int64, window time.Duration) int64 {
-	for l := limit + 1; l <= min(limit+minLimitScan, counter.MaxLimit); l++ {
-		if b.whatIf(time.Millisecond, true, l, window) <= b.alone.WorstCase(l, window) {
-			return l
-		}
-	}
-	return 0
-}
+// ratioOf is worst / limit, rounded for messages.
+func ratioOf(worst, limit int64) float64 { return round3(float64(worst) / float64(limit)) }
 
 // round3 rounds a ratio to three decimals for messages.
 func round3(r float64) float64 { return math.Round(r*1000) / 1000 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -309,58 +308,6 @@ func TestBoundsAdviceWithoutBudget(t *testing.T) {
 	for _, tt := range tests {
 		if got := fx.bw.advice(tt.limit, tt.window); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%d/%v: %q, want it to start with %q", tt.limit, tt.window, got, tt.want)
-		}
-	}
-}
-
-// The advice's figures hold on a counter of their own: the suggested sync
-// interval keeps the limit within 1.1x and one millisecond more does not;
-// with none, not even 1 ms does; the smallest shareable limit fits at 1 ms
-// and the one below it does not.
-func TestBoundsAdviceAgreesWithCounter(t *testing.T) {
-	fx := newBoundsFixture(t, boundsRules, true)
-	worst := func(nodes int, sync time.Duration, limit int64, window time.Duration) int64 {
-		c, err := counter.New(counter.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc := counter.DefaultClusterConfig("check")
-		cc.Nodes, cc.SyncInterval, cc.Coordinated = nodes, sync, false
-		if err := c.SetCluster(cc); err != nil {
-			t.Fatal(err)
-		}
-		return c.WorstCase(limit, window)
-	}
-	promised := func(limit int64) int64 { return limit + limit/10 }
-	const ms = time.Millisecond
-	for _, nodes := range []int{2, 3, 8, 16, 64} {
-		fx.nodes(t, nodes)
-		for _, limit := range []int64{5, 10, 100, 600, 6000, 100_000} {
-			for _, window := range []time.Duration{100 * ms, time.Second, 10 * time.Second, time.Minute, time.Hour} {
-				name := fmt.Sprintf("%d nodes %d/%v", nodes, limit, window)
-				fx.bw.mu.Lock()
-				s := fx.bw.longestSync(limit, window)
-				smallest := fx.bw.smallestShareable(limit, window)
-				fx.bw.mu.Unlock()
-				switch {
-				case s == 0:
-					if w := worst(nodes, ms, limit, window); w <= promised(limit) {
-						t.Errorf("%s: no sync interval suggested, but 1ms gives %d", name, w)
-					}
-				case worst(nodes, s, limit, window) > promised(limit):
-					t.Errorf("%s: suggested %v gives %d > %d", name, s, worst(nodes, s, limit, window), promised(limit))
-				case s < 200*ms && worst(nodes, s+ms, limit, window) <= promised(limit):
-					t.Errorf("%s: suggested %v, but %v fits too", name, s, s+ms)
-				}
-				if smallest > 0 {
-					if w := worst(nodes, ms, smallest, window); w > promised(smallest) {
-						t.Errorf("%s: smallest shareable %d gives %d at 1ms", name, smallest, w)
-					}
-					if l := smallest - 1; l > limit && worst(nodes, ms, l, window) <= promised(l) {
-						t.Errorf("%s: smallest shareable %d, but %d fits", name, smallest, l)
-					}
-				}
-			}
 		}
 	}
 }

@@ -82,7 +82,7 @@ func TestParseClusterFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "not base64!"}, "-gossip-key must be standard base64"},
-		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "c2hvcnQ="}, "-gossip-key must decode to 16, 24 or 32 bytes (AES-128, -192, -256), got 5"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-gossip-key", "c2hvcnQ="}, "-gossip-key must have 16, 24 or 32 bytes (AES-128, -192, -256), got 5"},
 		{[]string{"-bind-addr", "nohost"}, "bind address"},
 		{[]string{"-bind-addr", "localhost:7946"}, "must be an IP address"},
 		{[]string{"-join", "nohostport"}, "Join address"},
@@ -116,7 +116,7 @@ func TestServeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false", "-coordinate=false"}
-	base1, _ := daemon(t, path, append(fast, "-node-name", "a")...)
+	base1, _ := startDaemon(t, path, append(fast, "-node-name", "a")...)
 	if code, body := get(t, base1+"/readyz"); code != 200 {
 		t.Fatalf("a node without -join must be ready at once: %d %s", code, body)
 	}
@@ -130,7 +130,7 @@ func TestServeCluster(t *testing.T) {
 	if st.Self != "a" || len(st.Members) != 1 || st.Members[0].HTTP != strings.TrimPrefix(base1, "http://") {
 		t.Fatalf("/cluster of a lone node: %+v", st)
 	}
-	base2, stop2 := daemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr)...)
+	base2, stop2 := startDaemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr)...)
 	eventually(t, "both nodes to see two alive members", func() bool {
 		status(base1)
 		n1 := st.Nodes
@@ -247,7 +247,7 @@ func TestServeSkewedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := []string{"-bind-addr", "127.0.0.1:0", "-sync-interval", "50ms", "-anti-entropy-interval", "200ms", "-budget=false", "-coordinate=false"}
-	base1, _ := daemon(t, path, append(fast, "-node-name", "a")...)
+	base1, _ := startDaemon(t, path, append(fast, "-node-name", "a")...)
 	type member struct {
 		Name, Addr, State string
 		ClockOffsetMs     *int64 `json:"clock_offset_ms"`
@@ -258,7 +258,7 @@ func TestServeSkewedNode(t *testing.T) {
 	}
 	status := func(base string) { t.Helper(); getJSON(t, base+"/cluster", &st) }
 	status(base1)
-	base2, _ := daemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr, "-test-clock-offset", "2s")...)
+	base2, _ := startDaemon(t, path, append(fast, "-node-name", "b", "-join", st.Members[0].Addr, "-test-clock-offset", "2s")...)
 	var off int64
 	eventually(t, "a to see b alive and hear from it", func() bool {
 		status(base1)

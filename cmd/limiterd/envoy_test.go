@@ -41,7 +41,7 @@ func TestServeEnvoyRulesBesideOurs(t *testing.T) {
 	}
 	grpcAddr := ln.Addr().String()
 	ln.Close()
-	base, stop := daemon(t, ours, "-rules", envoy, "-grpc-addr", grpcAddr)
+	base, stop := startDaemon(t, ours, "-rules", envoy, "-grpc-addr", grpcAddr)
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestReloadIgnoresOtherFiles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, stop := daemon(t, path)
+	base, stop := startDaemon(t, path)
 	noise := filepath.Join(dir, "noise.log")
 	done := make(chan struct{})
 	defer close(done)

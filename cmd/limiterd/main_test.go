@@ -105,10 +105,10 @@ const rulesV2 = `rules:
     window: 60s
 `
 
-// daemon runs limiterd in-process on an ephemeral port with the given rules
+// startDaemon runs limiterd in-process on an ephemeral port with the given rules
 // file (and extra flags) and returns its base URL and a stop function that
 // waits for exit.
-func daemon(t *testing.T, rules string, extra ...string) (string, func() int) {
+func startDaemon(t *testing.T, rules string, extra ...string) (string, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
@@ -187,7 +187,7 @@ func TestServeChecksAndReloads(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rulesV1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, stop := daemon(t, path)
+	base, stop := startDaemon(t, path)
 
 	for i, want := range []int{200, 200, 429} {
 		if code, body := get(t, base+"/check?key=a"); code != want {
@@ -275,7 +275,7 @@ func TestPprofListener(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	_, stop := daemon(t, path, "-pprof-addr", addr)
+	_, stop := startDaemon(t, path, "-pprof-addr", addr)
 	code, body := get(t, "http://"+addr+"/debug/pprof/")
 	if code != 200 || !strings.Contains(body, "goroutine") {
 		t.Fatalf("pprof index: %d %.200s", code, body)
@@ -294,5 +294,30 @@ func TestStartFailsOnInvalidRules(t *testing.T) {
 	code := run(context.Background(), []string{"-http-addr", "127.0.0.1:0", "-rules", path}, func(string) string { return "" }, &stderr, nil)
 	if code != 1 || !strings.Contains(stderr.String(), "rules.yaml:3") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and the file:line of the bad field", code, stderr.String())
+	}
+}
+
+// The defaults are valid, and validate reports every problem at once, each
+// wrapping errInvalidConfig.
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	if err := defaultConfig().validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	cfg := defaultConfig()
+	cfg.logFormat, cfg.sweepInterval, cfg.keyHeader, cfg.shards = "xml", 0, "Bad Header", 3
+	err := cfg.validate()
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 4 {
+		t.Fatalf("validate: %v, want 4 problems", err)
+	}
+	for i, e := range joined.Unwrap() {
+		if !errors.Is(e, errInvalidConfig) {
+			t.Errorf("problem %d, %v, does not wrap errInvalidConfig", i, e)
+		}
+	}
+	for _, want := range []string{"-log-format", "-sweep-interval", `-key-header: httpapi: invalid config: KeyHeader "Bad Header"`, "Shards must be a power of two"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: %v\nwant it to mention %q", err, want)
+		}
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -36,7 +34,7 @@ type reloader struct {
 	lastTime    prometheus.Gauge
 
 	mu  sync.Mutex
-	sum [sha256.Size]byte // of the files' content last applied
+	sum [sha256.Size]byte // limiter.Files.Sum of the files last applied
 	// failing: the last load failed, so the file on disk is not the rules
 	// in force (limiterd_rules_last_reload_successful is 0) until a load
 	// succeeds or the file is back to the content in force.
@@ -67,85 +65,32 @@ func newReloader(paths []string, lim *limiter.Limiter, sum [sha256.Size]byte, re
 	return r
 }
 
-// loadRules reads and parses the rule files; see readRules and parseRules.
-func loadRules(paths []string) (*limiter.RuleSet, [sha256.Size]byte, error) {
-	data, sum, err := readRules(paths)
-	if err != nil {
-		return nil, sum, err
-	}
-	rs, err := parseRules(paths, data)
-	return rs, sum, err
-}
-
-// readRules reads the rule files and returns their contents and a hash of
-// them all (names included), which tells a change from a file event that
-// changed nothing.
-func readRules(paths []string) ([][]byte, [sha256.Size]byte, error) {
-	h := sha256.New()
-	data := make([][]byte, len(paths))
-	for i, path := range paths {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, [sha256.Size]byte{}, fmt.Errorf("read rules: %w", err)
-		}
-		fmt.Fprintf(h, "%d:%d:%s:", len(path), len(b), path)
-		h.Write(b)
-		data[i] = b
-	}
-	var sum [sha256.Size]byte
-	copy(sum[:], h.Sum(nil))
-	return data, sum, nil
-}
-
-// parseRules parses each file, limiterd's YAML or an envoyproxy/ratelimit
-// file (limiter.Parse tells them apart), and merges them into one rule
-// set; every file's problems are reported.
-func parseRules(paths []string, data [][]byte) (*limiter.RuleSet, error) {
-	sets := make([]*limiter.RuleSet, 0, len(paths))
-	var errs []error
-	for i, path := range paths {
-		rs, err := limiter.Parse(path, data[i])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		sets = append(sets, rs)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if len(sets) == 1 {
-		return sets[0], nil
-	}
-	return limiter.Merge(sets...)
-}
-
 // reload loads the files and applies them. With force false it does
 // nothing when the content is unchanged (a file event that changed nothing).
 func (r *reloader) reload(force bool, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	files := strings.Join(r.paths, ",")
-	data, sum, err := readRules(r.paths)
+	names := strings.Join(r.paths, ",")
+	files, err := limiter.ReadFiles(r.paths...)
 	if err == nil {
-		if !force && bytes.Equal(sum[:], r.sum[:]) {
+		if !force && files.Sum == r.sum {
 			if r.failing {
 				// The files are back to the rules in force (an invalid
 				// edit undone): what is on disk is what runs again.
 				r.failing = false
 				r.lastSuccess.Set(1)
-				r.log.Info("rule files are back to the rules in force", "files", files, "trigger", why)
+				r.log.Info("rule files are back to the rules in force", "files", names, "trigger", why)
 			}
 			return
 		}
 		var rs *limiter.RuleSet
-		if rs, err = parseRules(r.paths, data); err == nil {
+		if rs, err = files.Parse(); err == nil {
 			if err = r.lim.SetRules(rs); err == nil {
-				r.sum, r.failing = sum, false
+				r.sum, r.failing = files.Sum, false
 				r.reloads.WithLabelValues("success").Inc()
 				r.lastSuccess.Set(1)
 				r.lastTime.SetToCurrentTime()
-				r.log.Info("rules reloaded", "files", files, "rules", len(rs.Rules), "trigger", why)
+				r.log.Info("rules reloaded", "files", names, "rules", len(rs.Rules), "trigger", why)
 				if r.applied != nil {
 					r.applied()
 				}
@@ -156,7 +101,7 @@ func (r *reloader) reload(force bool, why string) {
 	r.reloads.WithLabelValues("failure").Inc()
 	r.failing = true
 	r.lastSuccess.Set(0)
-	r.log.Error("rules reload failed; the old rules keep running", "files", files, "trigger", why, "err", err)
+	r.log.Error("rules reload failed; the old rules keep running", "files", names, "trigger", why, "err", err)
 }
 
 // concerns reports whether a file event in a watched directory may change

@@ -2,11 +2,10 @@ package envoyrules
 
 import (
 	"github.com/limiterd/limiterd/internal/yamlnode"
+	"github.com/limiterd/limiterd/limiter/internal/problems"
 
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -32,9 +31,9 @@ func Load(path string) (*Config, error) {
 // reported, each as `source:line: descriptor "path": field "f": what is
 // wrong`, in one error that wraps ErrInvalidConfig.
 func Parse(source string, data []byte) (*Config, error) {
-	p := parser{errs: problems{source: source}, maxNodes: nodeSlack + len(data), onStack: make(map[*yaml.Node]bool)}
+	p := parser{errs: newProblems(source), maxNodes: nodeSlack + len(data), onStack: make(map[*yaml.Node]bool)}
 	c := p.file(data)
-	if err := p.errs.err(); err != nil {
+	if err := p.errs.Err(); err != nil {
 		return nil, err
 	}
 	buildIndex(c)
@@ -74,7 +73,7 @@ const (
 )
 
 type parser struct {
-	errs     problems
+	errs     problems.List
 	nodes    int
 	maxNodes int // nodeSlack + len(data)
 	tooBig   bool
@@ -89,46 +88,28 @@ func (p *parser) visit(n *yaml.Node) bool {
 	}
 	if !p.tooBig {
 		p.tooBig = true
-		p.errs.add(n.Line, "the file is too large once aliases are expanded: more than %d descriptors, list items and merges", p.maxNodes)
+		p.errs.Add(n.Line, "the file is too large once aliases are expanded: more than %d descriptors, list items and merges", p.maxNodes)
 	}
 	return false
 }
 
 func (p *parser) file(data []byte) *Config {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			p.errs.add(0, "the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain)
-		} else {
-			p.yamlError(err)
-		}
+	// Deviation: upstream (yaml.v2 Unmarshal) silently reads only the
+	// first document of a file, dropping every limit in the others.
+	root := p.errs.Document(data, fmt.Sprintf("the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain),
+		"a config file holds one YAML document, found a second (envoyproxy/ratelimit would silently ignore it)")
+	if root == nil {
 		return nil
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		if len(extra.Content) > 0 {
-			extra.Line = extra.Content[0].Line
-		}
-		// Deviation: upstream (yaml.v2 Unmarshal) silently reads only the
-		// first document, dropping every limit in the others.
-		p.errs.add(extra.Line, "a config file holds one YAML document, found a second (envoyproxy/ratelimit would silently ignore it)")
-		return nil
-	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
-		return nil
-	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = yamlnode.Deref(root.Content[0])
 	}
 	if yamlnode.IsNull(root) {
-		p.errs.add(root.Line, "the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain)
+		p.errs.Add(root.Line, "the file is empty: an envoyproxy/ratelimit config needs a %q", fDomain)
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errs.add(root.Line, "the file must be a mapping with %q and %q, got %s", fDomain, fDescriptors, yamlnode.Describe(root))
+		p.errs.Add(root.Line, "the file must be a mapping with %q and %q, got %s", fDomain, fDescriptors, yamlnode.Describe(root))
 		return nil
 	}
 	fs := p.fields(root, topFields())
@@ -136,14 +117,14 @@ func (p *parser) file(data []byte) *Config {
 	c := &Config{}
 	switch v := fs.val[fDomain]; {
 	case v == nil:
-		p.errs.add(root.Line, "field %q: missing (upstream: config file cannot have empty domain)", fDomain)
+		p.errs.Add(root.Line, "field %q: missing (upstream: config file cannot have empty domain)", fDomain)
 	default:
 		s, msg := str(v)
 		if msg == "" && s == "" {
 			msg = "must not be empty (upstream: config file cannot have empty domain)"
 		}
 		if msg != "" {
-			p.errs.add(v.Line, "field %q: %s", fDomain, msg)
+			p.errs.Add(v.Line, "field %q: %s", fDomain, msg)
 		}
 		c.Domain = s
 	}
@@ -158,11 +139,11 @@ func (p *parser) list(v *yaml.Node, parent, label string, depth int) []*Descript
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		p.errs.add(v.Line, "%sfield %q: must be a list of descriptors, got %s", prefix(label), fDescriptors, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%sfield %q: must be a list of descriptors, got %s", prefix(label), fDescriptors, yamlnode.Describe(v))
 		return nil
 	}
 	if depth > maxDepth {
-		p.errs.add(v.Line, "%sfield %q: descriptors nest more than %d levels deep", prefix(label), fDescriptors, maxDepth)
+		p.errs.Add(v.Line, "%sfield %q: descriptors nest more than %d levels deep", prefix(label), fDescriptors, maxDepth)
 		return nil
 	}
 	out := make([]*Descriptor, 0, len(v.Content))
@@ -173,11 +154,11 @@ func (p *parser) list(v *yaml.Node, parent, label string, depth int) []*Descript
 			return out
 		}
 		if item.Kind != yaml.MappingNode {
-			p.errs.add(item.Line, "%sfield %q: item %d must be a mapping with a %q, got %s", prefix(label), fDescriptors, i, fKey, yamlnode.Describe(item))
+			p.errs.Add(item.Line, "%sfield %q: item %d must be a mapping with a %q, got %s", prefix(label), fDescriptors, i, fKey, yamlnode.Describe(item))
 			continue
 		}
 		if p.onStack[item] {
-			p.errs.add(item.Line, "%sfield %q: item %d is an alias of a descriptor that contains it", prefix(label), fDescriptors, i)
+			p.errs.Add(item.Line, "%sfield %q: item %d is an alias of a descriptor that contains it", prefix(label), fDescriptors, i)
 			continue
 		}
 		p.onStack[item] = true
@@ -185,7 +166,7 @@ func (p *parser) list(v *yaml.Node, parent, label string, depth int) []*Descript
 		delete(p.onStack, item)
 		if keyOK {
 			if f := first[d.composite]; f != nil {
-				p.errs.add(d.Line, "descriptor %q: duplicate descriptor composite key %q: the descriptor at line %d has it already", d.Path, d.composite, f.Line)
+				p.errs.Add(d.Line, "descriptor %q: duplicate descriptor composite key %q: the descriptor at line %d has it already", d.Path, d.composite, f.Line)
 			} else {
 				first[d.composite] = d
 			}
@@ -227,10 +208,10 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 	}
 	label := fmt.Sprintf("descriptor %q", d.Path)
 	if keyMsg != "" {
-		p.errs.add(keyLine, "%s: field %q: %s", label, fKey, keyMsg)
+		p.errs.Add(keyLine, "%s: field %q: %s", label, fKey, keyMsg)
 	}
 	if valueMsg != "" {
-		p.errs.add(fs.val[fValue].Line, "%s: field %q: %s", label, fValue, valueMsg)
+		p.errs.Add(fs.val[fValue].Line, "%s: field %q: %s", label, fValue, valueMsg)
 	}
 	p.report(label, "", fs)
 
@@ -243,16 +224,16 @@ func (p *parser) descriptor(n *yaml.Node, parent string, i, depth int) (d *Descr
 	p.flag(fs, fDetailedMetric, label, "")
 	p.flag(fs, fValueToMetric, label, "")
 	if p.flag(fs, fQuotaMode, label, "") {
-		p.errs.add(fs.val[fQuotaMode].Line, "%s: field %q: not supported by limiterd (upstream fails a request for quota-mode descriptors only when all of them are over their limits); remove it or set it to false", label, fQuotaMode)
+		p.errs.Add(fs.val[fQuotaMode].Line, "%s: field %q: not supported by limiterd (upstream fails a request for quota-mode descriptors only when all of them are over their limits); remove it or set it to false", label, fQuotaMode)
 	}
 	if p.flag(fs, fShareThreshold, label, "") {
-		p.errs.add(fs.val[fShareThreshold].Line, "%s: field %q: not supported by limiterd (upstream counts every value matching the wildcard in one shared counter; limiterd would count each value apart and allow more); remove it or set it to false", label, fShareThreshold)
+		p.errs.Add(fs.val[fShareThreshold].Line, "%s: field %q: not supported by limiterd (upstream counts every value matching the wildcard in one shared counter; limiterd would count each value apart and allow more); remove it or set it to false", label, fShareThreshold)
 	}
 	if v := fs.val[fMetadata]; v != nil && !yamlnode.IsNull(v) && v.Kind != yaml.MappingNode {
 		// Upstream returns metadata in the response's dynamic metadata when
 		// RESPONSE_DYNAMIC_METADATA is enabled; it never changes a decision.
 		// limiterd accepts and ignores it.
-		p.errs.add(v.Line, "%s: field %q: must be a mapping, got %s", label, fMetadata, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%s: field %q: must be a mapping, got %s", label, fMetadata, yamlnode.Describe(v))
 	}
 	d.Descriptors = p.list(fs.val[fDescriptors], d.Path, label, depth+1)
 	return d, keyOK
@@ -280,7 +261,7 @@ const rlPrefix = fRateLimit + "."
 // line, the "rate_limit" key's.
 func (p *parser) rateLimit(v *yaml.Node, line int, label string) (*RateLimit, []string) {
 	if v.Kind != yaml.MappingNode {
-		p.errs.add(v.Line, "%s: field %q: must be a mapping with %q and %q, got %s", label, fRateLimit, fUnit, fRequestsPerUnit, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%s: field %q: must be a mapping with %q and %q, got %s", label, fRateLimit, fUnit, fRequestsPerUnit, yamlnode.Describe(v))
 		return nil, nil
 	}
 	fs := p.fields(v, rateLimitFields())
@@ -290,7 +271,7 @@ func (p *parser) rateLimit(v *yaml.Node, line int, label string) (*RateLimit, []
 	if n := fs.val[fName]; n != nil && !yamlnode.IsNull(n) {
 		var msg string
 		if rl.Name, msg = str(n); msg != "" {
-			p.errs.add(n.Line, "%s: field %q: %s", label, rlPrefix+fName, msg)
+			p.errs.Add(n.Line, "%s: field %q: %s", label, rlPrefix+fName, msg)
 		}
 	}
 	unit, rpu := fs.val[fUnit], fs.val[fRequestsPerUnit]
@@ -306,10 +287,10 @@ func (p *parser) rateLimit(v *yaml.Node, line int, label string) (*RateLimit, []
 		// requests_per_unit; both are refused here, as contradicting
 		// "unlimited" or being a typo.
 		if unit != nil {
-			p.errs.add(unit.Line, "%s: field %q: must not be given when %q is true (upstream: should not specify rate limit unit when unlimited)", label, rlPrefix+fUnit, rlPrefix+fUnlimited)
+			p.errs.Add(unit.Line, "%s: field %q: must not be given when %q is true (upstream: should not specify rate limit unit when unlimited)", label, rlPrefix+fUnit, rlPrefix+fUnlimited)
 		}
 		if rpu != nil {
-			p.errs.add(rpu.Line, "%s: field %q: must not be given when %q is true", label, rlPrefix+fRequestsPerUnit, rlPrefix+fUnlimited)
+			p.errs.Add(rpu.Line, "%s: field %q: must not be given when %q is true", label, rlPrefix+fRequestsPerUnit, rlPrefix+fUnlimited)
 		}
 	} else {
 		p.unit(rl, unit, line, label)
@@ -322,22 +303,22 @@ func (p *parser) rateLimit(v *yaml.Node, line int, label string) (*RateLimit, []
 func (p *parser) unit(rl *RateLimit, v *yaml.Node, line int, label string) {
 	const field = rlPrefix + fUnit
 	if v == nil {
-		p.errs.add(line, "%s: field %q: missing: must be one of %s (or set %q)", label, field, unitList, "unlimited: true")
+		p.errs.Add(line, "%s: field %q: missing: must be one of %s (or set %q)", label, field, unitList, "unlimited: true")
 		return
 	}
 	s, msg := str(v)
 	if msg != "" {
-		p.errs.add(v.Line, "%s: field %q: %s", label, field, msg)
+		p.errs.Add(v.Line, "%s: field %q: %s", label, field, msg)
 		return
 	}
 	name := strings.ToUpper(s) // as upstream: strings.ToUpper, then the enum
 	w, ok := unitWindows[name]
 	switch {
 	case !ok:
-		p.errs.add(v.Line, "%s: field %q: invalid rate limit unit %q: must be one of %s", label, field, yamlnode.Truncate(s), unitList)
+		p.errs.Add(v.Line, "%s: field %q: invalid rate limit unit %q: must be one of %s", label, field, yamlnode.Truncate(s), unitList)
 	case w > counter.MaxWindow:
 		// Deviation: limiterd's counter cannot keep a window this long.
-		p.errs.add(v.Line, "%s: field %q: %q (%dh) is longer than limiterd's longest window, %dh: use month or shorter", label, field, s, int64(w/time.Hour), int64(counter.MaxWindow/time.Hour))
+		p.errs.Add(v.Line, "%s: field %q: %q (%dh) is longer than limiterd's longest window, %dh: use month or shorter", label, field, s, int64(w/time.Hour), int64(counter.MaxWindow/time.Hour))
 	default:
 		rl.Unit, rl.Window = name, w
 	}
@@ -354,7 +335,7 @@ func (p *parser) unit(rl *RateLimit, v *yaml.Node, line int, label string) {
 func (p *parser) requests(rl *RateLimit, v *yaml.Node, line int, label string) {
 	const field = rlPrefix + fRequestsPerUnit
 	if v == nil {
-		p.errs.add(line, "%s: field %q: missing: must be an integer between 0 and %d (upstream reads a missing requests_per_unit as 0 and denies every request; write \"requests_per_unit: 0\" if that is meant)", label, field, counter.MaxLimit)
+		p.errs.Add(line, "%s: field %q: missing: must be an integer between 0 and %d (upstream reads a missing requests_per_unit as 0 and denies every request; write \"requests_per_unit: 0\" if that is meant)", label, field, counter.MaxLimit)
 		return
 	}
 	var n int64
@@ -363,7 +344,7 @@ func (p *parser) requests(rl *RateLimit, v *yaml.Node, line int, label string) {
 		rl.RequestsPerUnit = uint32(n)
 		return
 	}
-	p.errs.add(v.Line, "%s: field %q: must be an integer between 0 and %d, got %s", label, field, counter.MaxLimit, yamlnode.Describe(v))
+	p.errs.Add(v.Line, "%s: field %q: must be an integer between 0 and %d, got %s", label, field, counter.MaxLimit, yamlnode.Describe(v))
 }
 
 // replaces reads "replaces": a list of mappings with a "name".
@@ -372,7 +353,7 @@ func (p *parser) replaces(v *yaml.Node, own, label string) []string {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		p.errs.add(v.Line, "%s: field %q: must be a list of {name: ...}, got %s", label, rlPrefix+fReplaces, yamlnode.Describe(v))
+		p.errs.Add(v.Line, "%s: field %q: must be a list of {name: ...}, got %s", label, rlPrefix+fReplaces, yamlnode.Describe(v))
 		return nil
 	}
 	var out []string
@@ -383,7 +364,7 @@ func (p *parser) replaces(v *yaml.Node, own, label string) []string {
 		}
 		at := fmt.Sprintf("%s%s[%d]", rlPrefix, fReplaces, i)
 		if item.Kind != yaml.MappingNode {
-			p.errs.add(item.Line, "%s: field %q: must be a mapping with a %q, got %s", label, at, fName, yamlnode.Describe(item))
+			p.errs.Add(item.Line, "%s: field %q: must be a mapping with a %q, got %s", label, at, fName, yamlnode.Describe(item))
 			continue
 		}
 		fs := p.fields(item, replacesFields())
@@ -407,7 +388,7 @@ func (p *parser) replaces(v *yaml.Node, own, label string) []string {
 		if n != nil {
 			line = n.Line
 		}
-		p.errs.add(line, "%s: field %q: %s", label, at+"."+fName, msg)
+		p.errs.Add(line, "%s: field %q: %s", label, at+"."+fName, msg)
 	}
 	return out
 }
@@ -421,7 +402,7 @@ func (p *parser) flag(fs fieldSet, field, label, fieldPrefix string) bool {
 	}
 	b, msg := boolean(v)
 	if msg != "" {
-		p.errs.add(v.Line, "%sfield %q: %s", prefix(label), fieldPrefix+field, msg)
+		p.errs.Add(v.Line, "%sfield %q: %s", prefix(label), fieldPrefix+field, msg)
 	}
 	return b
 }

@@ -2,11 +2,10 @@ package envoyrules
 
 import (
 	"github.com/limiterd/limiterd/internal/yamlnode"
+	"github.com/limiterd/limiterd/limiter/internal/problems"
 
-	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -74,7 +73,14 @@ type fieldSet struct {
 	val      map[string]*yaml.Node
 	key      map[string]*yaml.Node
 	merged   map[string]bool // the field came from a "<<" merge key
-	problems []problem
+	problems []fieldProblem
+}
+
+// fieldProblem is a problem of a field, reported once the owner's label
+// is known.
+type fieldProblem struct {
+	line int
+	msg  string
 }
 
 // fields reads mapping n, allowing only the names in known. YAML merge keys
@@ -95,7 +101,7 @@ func (p *parser) collect(n *yaml.Node, known []string, f *fieldSet, merged bool)
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %s: field names must be text (upstream: key is not of type string)", yamlnode.Describe(k))})
+			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %s: field names must be text (upstream: key is not of type string)", yamlnode.Describe(k))})
 			continue
 		}
 		name := k.Value
@@ -104,7 +110,7 @@ func (p *parser) collect(n *yaml.Node, known []string, f *fieldSet, merged bool)
 			if h := home(name); h != "" {
 				msg = fmt.Sprintf("not allowed here: it belongs %s (upstream would silently ignore it here)", h)
 			}
-			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %q: %s", yamlnode.Truncate(name), msg)})
+			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: %s", yamlnode.Truncate(name), msg)})
 			continue
 		}
 		prev := f.key[name]
@@ -112,7 +118,7 @@ func (p *parser) collect(n *yaml.Node, known []string, f *fieldSet, merged bool)
 		case prev == nil, !merged && f.merged[name]:
 			f.key[name], f.val[name], f.merged[name] = k, v, merged
 		case !merged:
-			f.problems = append(f.problems, problem{k.Line, fmt.Sprintf("field %q: given twice (first at line %d)", name, prev.Line)})
+			f.problems = append(f.problems, fieldProblem{k.Line, fmt.Sprintf("field %q: given twice (first at line %d)", name, prev.Line)})
 		}
 	}
 }
@@ -129,11 +135,11 @@ func (p *parser) merge(v *yaml.Node, known []string, f *fieldSet) {
 			return
 		}
 		if m.Kind != yaml.MappingNode {
-			f.problems = append(f.problems, problem{m.Line, fmt.Sprintf("field \"<<\": a merge key takes a mapping or a list of mappings, got %s", yamlnode.Describe(m))})
+			f.problems = append(f.problems, fieldProblem{m.Line, fmt.Sprintf("field \"<<\": a merge key takes a mapping or a list of mappings, got %s", yamlnode.Describe(m))})
 			continue
 		}
 		if p.onStack[m] {
-			f.problems = append(f.problems, problem{m.Line, "field \"<<\": merges a mapping into itself"})
+			f.problems = append(f.problems, fieldProblem{m.Line, "field \"<<\": merges a mapping into itself"})
 			continue
 		}
 		p.onStack[m] = true
@@ -149,7 +155,7 @@ func (p *parser) report(label, fieldPrefix string, f fieldSet) {
 		if fieldPrefix != "" {
 			msg = strings.Replace(msg, `field "`, `field "`+fieldPrefix, 1)
 		}
-		p.errs.add(pr.line, "%s%s", prefix(label), msg)
+		p.errs.Add(pr.line, "%s%s", prefix(label), msg)
 	}
 }
 
@@ -184,64 +190,10 @@ func boolean(v *yaml.Node) (bool, string) {
 	return false, "must be true or false, got " + yamlnode.Describe(v)
 }
 
-// yamlError reports a YAML syntax error at the line yaml names, if any.
-func (p *parser) yamlError(err error) {
-	line, msg := yamlnode.SyntaxError(err)
-	p.errs.add(line, "invalid YAML: %s", msg)
-}
+// maxShown bounds how many problems one error lists.
+const maxShown = 100
 
-// problems collects validation problems so one run reports all of them.
-type problems struct {
-	source string
-	list   []problem
-	more   int // problems dropped past maxCollected
-}
-
-type problem struct {
-	line int
-	msg  string
-}
-
-const (
-	maxCollected = 1000 // bounds memory for a file that is wrong everywhere
-	maxShown     = 100  // bounds the message
-)
-
-func (p *problems) add(line int, format string, args ...any) {
-	if len(p.list) == maxCollected {
-		p.more++
-		return
-	}
-	p.list = append(p.list, problem{line, fmt.Sprintf(format, args...)})
-}
-
-// err returns nil, or one error wrapping ErrInvalidConfig that lists the
-// problems in line order, one per line.
-func (p *problems) err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(p.list, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
-	src := p.source
-	if src == "" {
-		src = "config"
-	}
-	shown := p.list[:min(len(p.list), maxShown)]
-	msgs := make([]string, len(shown))
-	for i, pr := range shown {
-		pos := src
-		if pr.line > 0 {
-			pos += ":" + strconv.Itoa(pr.line)
-		}
-		msgs[i] = pos + ": " + pr.msg
-	}
-	if len(msgs) == 1 {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, msgs[0])
-	}
-	total := len(p.list) + p.more
-	msg := strings.Join(msgs, "\n  ")
-	if total > len(msgs) {
-		msg += fmt.Sprintf("\n  ... and %d more", total-len(msgs))
-	}
-	return fmt.Errorf("%w: %d problems:\n  %s", ErrInvalidConfig, total, msg)
+// newProblems is the collector of the problems of the file source.
+func newProblems(source string) problems.List {
+	return problems.List{Source: source, Unnamed: "config", Sentinel: ErrInvalidConfig, Shown: maxShown}
 }
