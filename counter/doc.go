@@ -105,8 +105,8 @@
 // hidden tails, N·T_node; the blind shares, N·b; and the leases, Λ. What
 // the tails leave (the pool) is split by ClusterConfig.LeaseShare: Λ =
 // floor(LeaseShare·pool) is lent out as leases, and b = (pool − Λ) / N is
-// each node's blind share (Counter.WorstCase: 659 for 600 per minute on 8
-// nodes, b = 1 and Λ = 27; 10 for 10 per second on 8 nodes, whose pool is
+// each node's blind share (BoundOf, Counter.WorstCase: 658 for 600 per minute on 8
+// nodes, T_node = 2, b = 2 and Λ = 26; 10 for 10 per second on 8 nodes, whose pool is
 // empty and whose every check at the margin is coordinated).
 //
 // # Leases
@@ -159,7 +159,8 @@
 // it had not merged at g or that came after g, at most the hits lent on
 // the leases it counted at g (no lease is lent after g, the last grant):
 // at most Λ. Add the hidden tails: at most L + N·b + Λ + N·T_node
-// (WorstCase), 659 for 600 per minute on 8 nodes and 10 for 10 per second.
+// (BoundOf's WorstCase), 658 for 600 per minute on 8 nodes and 10 for 10
+// per second.
 // TestCoordinatedPropertyAgainstOracle checks both halves against the
 // exact oracle on random and adversarial multi-node patterns with latency,
 // lost answers, duplicated sync messages and a node, lease holder or not,

@@ -153,11 +153,9 @@
 //
 // # Clock skew
 //
-// # Clock skew
-//
 // A slice's start is read on its origin's clock (package counter): a
 // peer whose clock is off by d has its slices counted for W - d or W + d
-// of ours. Up to Config.MaxClockOffset (default 1s, a sixtieth of a
+// of ours. Up to Timing.MaxClockOffset (default 1s, a sixtieth of a
 // minute's window) that is the price, and limiterd_cluster_clock_offset_seconds
 // shows it. Beyond it ahead, a node stops merging the slices of that
 // peer's own that its sync messages carry (deltas, anti-entropy, full
