@@ -36,10 +36,7 @@ type compiled struct {
 type compiledRule struct {
 	name   string
 	shadow bool
-	// override marks the rule of a limit override (Request.Limit), built
-	// per check: never coordinated.
-	override bool
-	pat      pattern
+	pat    pattern
 	// limits and specs are parallel: specs[i] is what limits[i] enforces. The
 	// slice is handed to the counter as is, so a check builds nothing.
 	limits []counter.Limit
@@ -54,6 +51,11 @@ type compiledRule struct {
 func New(c *counter.Counter, rs *RuleSet) (*Limiter, error) {
 	if c == nil {
 		return nil, errors.New("limiter: nil counter")
+	}
+	// Every node declares the overrides' family, so that it keeps its
+	// peers' counts of any override pair and can coordinate one (override.go).
+	if err := c.Family(OverrideRule, MaxOverrideWindows); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
 	}
 	l := &Limiter{c: c}
 	if err := l.SetRules(rs); err != nil {
@@ -139,10 +141,8 @@ func (l *Limiter) CheckNow(req Request, d *Decision) error {
 //
 // With req.Peek it counts nothing and records nothing (counter.Peek): d
 // says whether the hits would fit now, and d.Coordinate is never set. With
-// req.Limit the key is decided against that one limit (OverrideRule); in a
-// coordinated cluster, where a rule's check would be left to the key's
-// coordinator, an override is decided here with the per-node budget
-// (counter.AllowFallback, d.Decided DecidedInFallback).
+// req.Limit the key is decided against that one limit (OverrideRule), and
+// left to the key's coordinator where a rule's check would be.
 //
 // It returns ErrInvalidKey, ErrInvalidHits, ErrInvalidLimit or
 // ErrUnknownRule (wrapped) for a request that cannot be decided; d is then
@@ -154,7 +154,11 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 		return err
 	}
 	if req.Limit != nil {
-		return l.checkWithOverride(t, req, d)
+		var ov overrideScratch
+		if err := l.overrideRule(req, &ov); err != nil {
+			return err
+		}
+		return l.decide(t, req, &ov.rule, d)
 	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
@@ -167,16 +171,12 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 	return l.decide(t, req, r, d)
 }
 
-// checkWithOverride is Check of a request with a limit override.
-func (l *Limiter) checkWithOverride(t time.Time, req Request, d *Decision) error {
+// overrideRule builds in ov the rule of req's limit override.
+func (l *Limiter) overrideRule(req Request, ov *overrideScratch) error {
 	if req.Rule != "" {
 		return fmt.Errorf("%w: a request with a limit override must not name a rule, got %q", ErrInvalidLimit, yamlnode.Truncate(req.Rule))
 	}
-	var ov overrideScratch
-	if err := l.override(*req.Limit, req.Hits, &ov); err != nil {
-		return err
-	}
-	return l.decide(t, req, &ov.rule, d)
+	return l.override(*req.Limit, req.Hits, ov)
 }
 
 // decide is Check of a valid request by rule r.
@@ -191,10 +191,6 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		cd, err = l.c.Peek(t, req.Key, req.Hits, r.limits, res[:])
 	} else {
 		cd, err = l.c.Allow(t, req.Key, req.Hits, r.limits, res[:])
-		if err == nil && cd.Coordinate && r.override {
-			d.Decided = DecidedInFallback
-			cd, err = l.c.AllowFallback(t, req.Key, req.Hits, r.limits, res[:])
-		}
 	}
 	if err != nil {
 		// Unreachable with a validated rule set and the checks above; kept
@@ -207,12 +203,10 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		d.Rule, d.Shadow, d.N = r.name, r.shadow, len(r.limits)
 		return nil
 	}
-	decided := d.Decided
-	if cd.Leased {
-		decided = DecidedOnLease
-	}
 	r.fill(d, cd, res[:len(r.limits)])
-	d.Decided = decided
+	if cd.Leased {
+		d.Decided = DecidedOnLease
+	}
 	return nil
 }
 
@@ -258,12 +252,21 @@ func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Resu
 
 // PrepareAsk fills ask, for the key's coordinator, with a check that Check
 // left to it (Decision.Coordinate): the rule's limits, where this node will
-// count the hits if they are granted, and its own recent slices of the key.
-// It counts nothing. A peek or a limit override is never left to the
-// coordinator, and PrepareAsk refuses one.
+// count the hits if they are granted, and its own recent slices of the key;
+// for a limit override (Request.Limit), the limit too (counter.Ask.Max),
+// which the coordinator decides with. It counts nothing. A peek is never
+// left to the coordinator, and PrepareAsk refuses one.
 func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 	if err := notCoordinated(req); err != nil {
 		return err
+	}
+	if req.Limit != nil {
+		var ov overrideScratch
+		if err := l.overrideRule(req, &ov); err != nil {
+			return err
+		}
+		l.c.PrepareAsk(t, req.Key, req.Hits, ov.rule.limits, ask)
+		return nil
 	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
@@ -283,12 +286,19 @@ func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 // this node decides alone with the per-node budget. The limits in d are the
 // coordinator's view when it answered, this node's otherwise: what remains
 // for this request, never more than a denial leaves. It returns the errors
-// Check returns for a request that cannot be decided, and refuses a peek or
-// a limit override, which Check never leaves to the coordinator.
+// Check returns for a request that cannot be decided, and refuses a peek,
+// which Check never leaves to the coordinator.
 func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
 	*d = Decision{}
 	if err := notCoordinated(req); err != nil {
 		return err
+	}
+	if req.Limit != nil {
+		var ov overrideScratch
+		if err := l.overrideRule(req, &ov); err != nil {
+			return err
+		}
+		return l.complete(t, req, &ov.rule, a, d)
 	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
@@ -298,6 +308,12 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 		d.Allowed, d.WouldAllow = true, true
 		return nil
 	}
+	return l.complete(t, req, r, a, d)
+}
+
+// complete is Complete of a valid request by rule r.
+func (l *Limiter) complete(t time.Time, req Request, r *compiledRule, a Answer, d *Decision) error {
+	var err error
 	var res [counter.MaxLimitsPerCall]counter.Result
 	var cd counter.Decision
 	switch {
@@ -344,13 +360,10 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 }
 
 // notCoordinated refuses, for PrepareAsk and Complete, the requests that
-// Check decides without the coordinator.
+// Check decides without the coordinator: peeks.
 func notCoordinated(req Request) error {
-	switch {
-	case req.Peek:
+	if req.Peek {
 		return errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
-	case req.Limit != nil:
-		return errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
 	}
 	return nil
 }
