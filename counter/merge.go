@@ -151,8 +151,10 @@ func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *Me
 			lastID = e.Limit
 			var li limitInfo
 			info.slot, li, lastOK = c.lookupOrRegister(e.Limit)
-			info.windowMs, info.max, info.perOrigin = li.windowMs, li.max, li.perOrigin()
 			if lastOK {
+				// perOrigin divides by the slice length: an unknown
+				// limit's zero info has none.
+				info.windowMs, info.max, info.perOrigin = li.windowMs, li.max, li.perOrigin()
 				w.infos = append(w.infos, info)
 			}
 		}
