@@ -241,6 +241,11 @@
 //     promised (1 + Tolerance) × L of the window for itself, only that its
 //     own checks never pass a count over L.
 //
+// TestStatedLimitPropertyAgainstOracle checks both halves for stated
+// limits, mixed ones included, with each node learning the pair from its
+// peers before its own first check of it; limitsim's
+// TestCoordinatedStatedLimitAgainstOracle does on the cluster engine.
+//
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not
 // grown since is not sent again); AppendHot returns a node's slices of the
