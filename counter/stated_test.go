@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -229,3 +230,54 @@ func TestDenialRememberedForItsMax(t *testing.T) {
 		t.Fatalf("a's check of 5: allowed %t, asked %d more; want asked and allowed", ok, cl.asked-asked)
 	}
 }
+
+// TestStatedAskAndHotKeys: PrepareAsk states the max of a family's limit
+// and of no other (an ask of rules only is what coordinators of every
+// version decide), and a key of a family's limit is hot for anti-entropy
+// by its call's max, not by the registration's MaxLimit.
+func TestStatedAskAndHotKeys(t *testing.T) {
+	c := newCounter(t, DefaultConfig())
+	cc := DefaultClusterConfig("a")
+	cc.Nodes = 2
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Family("f", 2); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := c.Limit("r", 10, time.Second, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := c.Limit("f", 1000, time.Second, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := at(0)
+	var ask Ask
+	c.PrepareAsk(now, "k", 1, []Limit{plain}, &ask)
+	if len(ask.Max) != 0 {
+		t.Errorf("an ask of a plain limit states maxes %v", ask.Max)
+	}
+	c.PrepareAsk(now, "k", 1, []Limit{plain, fam.WithMax(7)}, &ask)
+	if !slices.Equal(ask.Max, []int64{0, 7}) {
+		t.Errorf("an ask of a plain and a family's limit states %v, want [0 7]", ask.Max)
+	}
+	c.PrepareAsk(now, "k", 1, []Limit{plain}, &ask)
+	if len(ask.Max) != 0 {
+		t.Errorf("a reused ask of a plain limit states maxes %v", ask.Max)
+	}
+	// 6 of 10 through Grant (past the blind share, as the coordinator's
+	// grants are counted): hot at HotShare 0.5 of the call's 10.
+	lims := []Limit{fam.WithMax(10)}
+	var res [1]Result
+	for range 6 {
+		if _, err := c.Grant(now, "hot", 1, lims, res[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if es := c.AppendHot(nil, now, "a"); len(es) == 0 || es[0].Key != "hot" {
+		t.Errorf("AppendHot: %+v, want the key hot by its call's max", es)
+	}
+}
+
