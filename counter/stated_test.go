@@ -135,7 +135,9 @@ func TestFamilyRegistersOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := at(1000)
-	entry := func(id string) Entry { return Entry{Limit: id, Key: "k", Origin: "b", Start: at(900).UnixMilli(), Count: 1} }
+	entry := func(id string) Entry {
+		return Entry{Limit: id, Key: "k", Origin: "b", Start: at(900).UnixMilli(), Count: 1}
+	}
 	for _, tc := range []struct {
 		id       string
 		merged   bool
@@ -280,4 +282,3 @@ func TestStatedAskAndHotKeys(t *testing.T) {
 		t.Errorf("AppendHot: %+v, want the key hot by its call's max", es)
 	}
 }
-
