@@ -34,6 +34,7 @@ type Limit struct {
 	windowMs int64
 	sliceMs  int64
 	name     string
+	family   bool // of a family (Family): an ask states its max (Ask.Max)
 }
 
 // Name returns the identity the limit was registered under.
@@ -49,16 +50,19 @@ func (l Limit) Max() int64 { return l.max }
 // taking the registry's lock. max is not checked: the caller keeps it in
 // 1..MaxLimit (below 1, every Allow refuses with ErrInvalidHits).
 //
-// The registry keeps the max of the latest registration (Limit), and uses
-// it where no call is at hand: the bound on a peer's slices that Merge
-// accepts, hot keys for anti-entropy, and Coordinate. A caller deriving
-// several maxes should register the largest of them, so that Merge never
-// refuses a peer's slices of a key with a large one; and Coordinate, which
-// decides with the registry's max, must not be asked about such limits.
+// Such limits belong in a family (Family): the registry uses a
+// registration's max where no call is at hand (the bound on a peer's
+// slices that Merge accepts; Coordinate of an ask that states no max), and
+// a family's is MaxLimit, so that Merge refuses no peer's slices whatever
+// max they were counted under, while an ask of a family limit carries its
+// call's max (PrepareAsk fills Ask.Max) for the coordinator to decide with.
 func (l Limit) WithMax(max int64) Limit {
 	l.max = max
 	return l
 }
+
+// Family reports whether l is a registration of a family (Family).
+func (l Limit) Family() bool { return l.family }
 
 // Window returns the window length.
 func (l Limit) Window() time.Duration { return time.Duration(l.windowMs) * time.Millisecond }

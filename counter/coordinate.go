@@ -25,6 +25,14 @@ type Ask struct {
 	// Limits are the identities (LimitID) of the limits the check names,
 	// in the order of its results.
 	Limits []string
+	// Max, parallel to Limits or empty, is the max each limit is checked
+	// with: the call's, for a limit of a family (Family), whose max is
+	// per call; 0 for a limit with a registered max, which the
+	// coordinator decides with its own registration's. PrepareAsk sets it
+	// only when a limit of the check is a family's, and leaves it empty
+	// otherwise (an ask without it is what coordinators of every version
+	// decide: package cluster/engine).
+	Max []int64
 	// Preds, parallel to Limits, say where the asker will count the hits
 	// if they are granted: the start of its slice that takes them (its
 	// open slice, or the ask's instant for a new one) and that slice's
@@ -74,7 +82,15 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 	now := t.UnixMilli()
 	cs := c.cluster.Load()
 	ask.Key, ask.Hits, ask.Want, ask.Gen = key, hits, 0, 0
-	ask.Limits, ask.Preds, ask.Entries = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0]
+	ask.Limits, ask.Preds, ask.Entries, ask.Max = ask.Limits[:0], ask.Preds[:0], ask.Entries[:0], ask.Max[:0]
+	for _, l := range limits {
+		if l.family {
+			for _, l := range limits {
+				ask.Max = append(ask.Max, familyMax(l))
+			}
+			break
+		}
+	}
 	self := c.Self()
 	s, tag := c.locate(key)
 	s.mu.Lock()
@@ -130,6 +146,15 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 	}
 }
 
+// familyMax is what an ask states as l's max (Ask.Max): its call's for a
+// family's limit, 0 (the registration's) otherwise.
+func familyMax(l Limit) int64 {
+	if l.family {
+		return l.max
+	}
+	return 0
+}
+
 // Coordinate decides an ask as the key's coordinator: it merges the
 // asker's slices, then allows iff every limit's window, as this node knows
 // it plus the grants it made that the merged slices do not show yet, has
@@ -144,17 +169,36 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 // requests of the key were accepted in the window (NFR2). It returns
 // ErrUnknownLimit for a limit not registered here and ErrInvalidHits for
 // hits out of range; nothing is granted then.
+//
+// Each limit is decided with the max the ask states for it (Ask.Max), or
+// with this node's registration's where it states none; a limit of a
+// family (Family), registered here on first sight if need be, must have
+// one stated (ErrInvalidLimit otherwise: its registration's max is no
+// caller's).
 func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, results []Result) (Decision, error) {
 	if len(ask.Limits) > MaxLimitsPerCall || len(ask.Preds) != len(ask.Limits) {
 		return Decision{}, fmt.Errorf("%w: %d limits, %d predictions", ErrTooManyLimits, len(ask.Limits), len(ask.Preds))
 	}
+	if len(ask.Max) != 0 && len(ask.Max) != len(ask.Limits) {
+		return Decision{}, fmt.Errorf("%w: %d maxes for %d limits", ErrInvalidLimit, len(ask.Max), len(ask.Limits))
+	}
 	var limits [MaxLimitsPerCall]Limit
 	for i, lid := range ask.Limits {
-		slot, info, ok := c.lookupLimit(lid)
+		slot, info, ok := c.lookupOrRegister(lid)
 		if !ok {
 			return Decision{}, fmt.Errorf("%w: %q", ErrUnknownLimit, lid)
 		}
-		limits[i] = Limit{slot: slot, max: info.max, windowMs: info.windowMs, sliceMs: info.sliceMs, name: lid}
+		max := info.max
+		if len(ask.Max) > 0 && ask.Max[i] != 0 {
+			max = ask.Max[i]
+		}
+		switch {
+		case max < 1 || max > MaxLimit:
+			return Decision{}, fmt.Errorf("%w: limit %q with max %d", ErrInvalidLimit, lid, max)
+		case info.family && (len(ask.Max) == 0 || ask.Max[i] == 0):
+			return Decision{}, fmt.Errorf("%w: limit %q is a family's, and the ask states no max for it", ErrInvalidLimit, lid)
+		}
+		limits[i] = Limit{slot: slot, max: max, windowMs: info.windowMs, sliceMs: info.sliceMs, name: lid, family: info.family}
 	}
 	ls := limits[:len(ask.Limits)]
 	if from == c.Self() {
@@ -286,9 +330,11 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 // RetryAfter, so an over-limit client costs about one round trip per node
 // per wait. The denial stays right that long: the slices the coordinator
 // counted stay in its window until then, and a wait for one hit is the
-// shortest for any check. Not remembered: a check of several hits (a
-// smaller one may fit sooner), and a limit that was full only with the
-// coordinator's pending grants (Result.Pending): one of those may be a
+// shortest for any check. It denies only checks whose max is at most the
+// one denied (a family's limits state theirs per call: a check of the
+// same key with a larger max may fit). Not remembered: a check of several
+// hits (a smaller one may fit sooner), and a limit that was full only with
+// the coordinator's pending grants (Result.Pending): one of those may be a
 // grant whose answer was lost, which must not deny for a whole wait.
 func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []Limit, results []Result) {
 	if hits != 1 {
@@ -308,7 +354,7 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 		if s.coord == nil {
 			s.coord = &coordState{}
 		}
-		s.coord.deny(dirtyRef{slot: l.slot, key: key}, now+results[i].RetryAfter.Milliseconds(), now, c.shardCap)
+		s.coord.deny(dirtyRef{slot: l.slot, key: key}, denial{until: now + results[i].RetryAfter.Milliseconds(), max: l.max}, now, c.shardCap)
 	}
 }
 
@@ -331,9 +377,16 @@ type coordState struct {
 	// the map's copy of the key with the caller's (a Go map keeps the
 	// latest key assigned): an ask's key is the caller's to reuse (Ask).
 	grants map[dirtyRef]*[]grant
-	// denied holds, per (limit, key), the unix ms until which a
-	// coordinator's denial received here still holds.
-	denied map[dirtyRef]int64
+	// denied holds, per (limit, key), the latest coordinator's denial
+	// received here, while it holds.
+	denied map[dirtyRef]denial
+}
+
+// denial is a coordinator's denial remembered (RememberDenial): until
+// when (unix ms) it holds, for checks of a max up to max.
+type denial struct {
+	until int64
+	max   int64
 }
 
 // grant is one ask granted by this node: origin will count hits in its
@@ -513,13 +566,13 @@ func (s *state) grantGap(g grant) int64 {
 // not remembered (the next check asks again), so memory stays bounded.
 const maxDenied = 4096
 
-func (cs *coordState) deny(ref dirtyRef, until, now int64, shardCap int) {
+func (cs *coordState) deny(ref dirtyRef, d denial, now int64, shardCap int) {
 	if cs.denied == nil {
-		cs.denied = make(map[dirtyRef]int64)
+		cs.denied = make(map[dirtyRef]denial)
 	}
 	if _, ok := cs.denied[ref]; !ok && len(cs.denied) >= min(maxDenied, shardCap) {
-		for k, u := range cs.denied {
-			if u <= now {
+		for k, o := range cs.denied {
+			if o.until <= now {
 				delete(cs.denied, k)
 			}
 		}
@@ -527,24 +580,27 @@ func (cs *coordState) deny(ref dirtyRef, until, now int64, shardCap int) {
 			return
 		}
 	}
-	cs.denied[ref] = until
+	cs.denied[ref] = d
 }
 
 // deniedUntil returns the instant until which a coordinator's denial of
-// ref holds, or 0; an expired entry is dropped.
-func (cs *coordState) deniedUntil(ref dirtyRef, now int64) int64 {
+// ref holds for a check of max, or 0; an expired entry is dropped.
+func (cs *coordState) deniedUntil(ref dirtyRef, now, max int64) int64 {
 	if cs == nil || len(cs.denied) == 0 {
 		return 0
 	}
-	until, ok := cs.denied[ref]
+	d, ok := cs.denied[ref]
 	if !ok {
 		return 0
 	}
-	if until <= now {
+	if d.until <= now {
 		delete(cs.denied, ref)
 		return 0
 	}
-	return until
+	if max > d.max {
+		return 0
+	}
+	return d.until
 }
 
 // sweep drops expired denials and grants.
@@ -553,8 +609,8 @@ func (cs *coordState) sweep(now int64) {
 		return
 	}
 	cs.leases.sweep(now)
-	for k, u := range cs.denied {
-		if u <= now {
+	for k, d := range cs.denied {
+		if d.until <= now {
 			delete(cs.denied, k)
 		}
 	}

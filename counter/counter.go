@@ -24,6 +24,8 @@ type Counter struct {
 	infos   []limitInfo       // by slot
 	origins map[string]uint16 // peer node name -> origin number (0 is this node)
 	names   []string          // by origin number; names[0] is this node's name
+	// families are the declared families of limits by name (family.go).
+	families map[string]*family
 
 	merges sync.Pool // *mergeWork, reused by Merge
 
@@ -37,7 +39,8 @@ type limitInfo struct {
 	id       string // name|windowMs|slices, the limit's identity on the wire
 	windowMs int64
 	sliceMs  int64
-	max      int64 // the max of the latest registration
+	max      int64 // the max of the latest registration; MaxLimit for a family's
+	family   bool  // a family's registration (family.go): every call states its max
 }
 
 // perOrigin is the most slices of one (limit, key) an origin can have live
@@ -141,33 +144,23 @@ const MaxSlices = 3600
 // and slice count and returns it with max as its declared limit. Counts are
 // kept per (name, window, slices): registering the same triple again, with
 // the same or another max, returns a Limit that shares the counts, so a rule
-// reload that only changes a limit keeps its clients' windows.
+// reload that only changes a limit keeps its clients' windows. For a name
+// declared a family (Family), a new triple counts against the family's
+// pairs (ErrFamilyFull past them), and max is the returned Limit's only.
 func (c *Counter) Limit(name string, max int64, window time.Duration, slices int) (Limit, error) {
-	switch {
-	case max < 1 || max > MaxLimit:
-		return Limit{}, fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalidLimit, MaxLimit, max)
-	case window < time.Millisecond || window > MaxWindow || window%time.Millisecond != 0:
-		return Limit{}, fmt.Errorf("%w: window must be a whole number of milliseconds between 1ms and %v, got %v", ErrInvalidLimit, MaxWindow, window)
-	case slices < 1 || slices > MaxSlices:
-		return Limit{}, fmt.Errorf("%w: slices must be between 1 and %d, got %d", ErrInvalidLimit, MaxSlices, slices)
-	case window/time.Millisecond < time.Duration(slices):
-		return Limit{}, fmt.Errorf("%w: a slice must last at least 1ms, got window %v over %d slices", ErrInvalidLimit, window, slices)
+	if err := checkLimit(max, window, slices); err != nil {
+		return Limit{}, err
 	}
 	windowMs := window.Milliseconds()
 	id := LimitID(name, window, slices)
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	slot, ok := c.slots[id]
-	if !ok {
-		if len(c.slots) > 1<<16-1 {
-			return Limit{}, fmt.Errorf("%w: more than %d distinct limits registered", ErrInvalidLimit, 1<<16)
-		}
-		slot = uint16(len(c.slots))
-		c.slots[id] = slot
-		c.infos = append(c.infos, limitInfo{id: id, windowMs: windowMs, sliceMs: windowMs / int64(slices)})
+	fam := c.families[name]
+	slot, err := c.register(id, max, windowMs, slices, fam)
+	if err != nil {
+		return Limit{}, err
 	}
-	c.infos[slot].max = max
-	return Limit{slot: slot, max: max, windowMs: windowMs, sliceMs: windowMs / int64(slices), name: name}, nil
+	return Limit{slot: slot, max: max, windowMs: windowMs, sliceMs: windowMs / int64(slices), name: name, family: fam != nil}, nil
 }
 
 // maxTail is how many requests a slice may hold after its start instant: the
@@ -335,7 +328,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			}
 		}
 		if r.Allowed && m == modeAuto && coordinated {
-			if until := s.coord.deniedUntil(dirtyRef{slot: l.slot, key: key}, at[i]); until > 0 {
+			if until := s.coord.deniedUntil(dirtyRef{slot: l.slot, key: key}, at[i], l.max); until > 0 {
 				// The coordinator said no, and its counted slices are still
 				// in the window until then: the denial is still right.
 				c.denyResult(&r, &d, until-at[i], st.reset(at[i], l.windowMs))
@@ -419,7 +412,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: k})
 			}
 			if cs.isHot(results[i].Count+hits, l.max) {
-				s.hot.mark(l.slot, key)
+				s.hot.mark(l.slot, key, l.max)
 			}
 		}
 		s.store(l.slot, tag, key, st)

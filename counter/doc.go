@@ -189,6 +189,64 @@
 // nodes agree again (their next message to each other). NFR2 is not
 // touched: every denial is still by a count that never over-counts.
 //
+// # Limits stated per call
+//
+// A limit whose max comes with each call (an Envoy override, a limit stated
+// on /check) has no registered max: it belongs to a family (Family), a
+// name with at most N registrations, one per (window, slices) pair, and
+// each call derives its Limit with its max (Limit.WithMax). Every node
+// declares the family, and Merge and Coordinate register a pair of it on
+// first sight of its identity (validated as Limit validates one, in the
+// canonical form only, within the N), so a node that never checked a
+// pair keeps its peers' counts of it and can coordinate it; the registry
+// still grows by at most N per family, whatever arrives.
+//
+// Where no call is at hand, a family's registration has max MaxLimit,
+// never the largest max seen. Merge bounds the slices it accepts from an
+// origin by the registration's max (perOrigin), and must not refuse a
+// peer's real slices, which were counted under that peer's callers' maxes:
+// refusing them would under-count, and NFR1 would fail. Only a max at least
+// every caller's on every node is safe, the nodes must agree on it without
+// talking, and a largest-seen max differs by node (a node that only merged
+// has seen none). The cost: a forged message may grow one key's slices of
+// such a limit to 2 × the window in ms per origin instead of about 4 × the
+// max (a gossip key keeps forgers out). Hot keys, for anti-entropy, keep
+// the max they were found hot with (the call's), so such keys are
+// re-sent as others are.
+//
+// An ask of such a limit states the call's max (Ask.Max; PrepareAsk fills
+// it, and Coordinate refuses such an ask without one), and the coordinator
+// decides with it, sizing the lease it lends from it. So when every check
+// of a key states the same limit L, the argument of "Coordination at the
+// margin" holds word for word with L: a denial needs L − h + 1 accepted in
+// the window (NFR2), and a window holds at most WorstCase(L) (NFR1);
+// under the budget (no answer in time, or a coordinator of an older
+// version that drops the ask: package cluster/engine) the budget's bound
+// with L.
+//
+// The same key and pair may be checked with different limits by different
+// callers; they share the count, which never over-counts whatever the
+// limits. Then:
+//
+//   - NFR2 holds per check, for its own limit: a check stating L is denied
+//     only by a count of at least L − h + 1 accepted requests, here or at
+//     the coordinator, or by a remembered denial, which holds only for
+//     checks stating at most the max it was denied under (a larger one may
+//     fit, and asks again).
+//   - NFR1 holds for the largest limit stated: every admission fitted a
+//     count of at most its own limit, and the tail, blind share and lease
+//     cap it used are those of its limit, each at most those of the
+//     largest, L_max; so a window holds at most WorstCase(L_max). A caller
+//     stating a smaller L is admitted only while the shared count leaves
+//     it room, but the others' admissions count against it: it is not
+//     promised (1 + Tolerance) × L of the window for itself, only that its
+//     own checks never pass a count over L.
+//
+// TestStatedLimitPropertyAgainstOracle checks both halves for stated
+// limits, mixed ones included, with each node learning the pair from its
+// peers before its own first check of it; limitsim's
+// TestCoordinatedStatedLimitAgainstOracle does on the cluster engine.
+//
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not
 // grown since is not sent again); AppendHot returns a node's slices of the

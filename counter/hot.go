@@ -10,20 +10,28 @@ import (
 // every key of every shard (16 ms for 200,000 keys with none hot, every
 // second, on every node). Entries are dropped by AppendHot once their key
 // falls below the share or is gone, so the set stays as small as the hot
-// keys. Guarded by the shard's mutex.
-type hotSet map[dirtyRef]struct{}
+// keys. Each entry keeps the smallest max it was marked with: a family's
+// limits state their max per call (Family), and their registration's,
+// MaxLimit, would never find them hot. Guarded by the shard's mutex.
+type hotSet map[dirtyRef]int64
 
-// mark adds (slot, key) to the set. It keeps a copy of key, made only
-// when the key is new to the set: the caller's may alias a buffer it
-// reuses (Merge's entries).
-func (h *hotSet) mark(slot uint16, key string) {
-	if _, ok := (*h)[dirtyRef{slot: slot, key: key}]; ok {
+// mark adds (slot, key) to the set, found hot for a limit of max. It
+// keeps a copy of key, made only when the key is new to the set: the
+// caller's may alias a buffer it reuses (Merge's entries).
+func (h *hotSet) mark(slot uint16, key string, max int64) {
+	if m, ok := (*h)[dirtyRef{slot: slot, key: key}]; ok {
+		if max < m {
+			// An assignment stores its key anew (Go keeps the latest
+			// key assigned): a copy, as for a new entry. Rare: a key
+			// met with a smaller max than before.
+			(*h)[dirtyRef{slot: slot, key: strings.Clone(key)}] = max
+		}
 		return
 	}
 	if *h == nil {
 		*h = make(hotSet)
 	}
-	(*h)[dirtyRef{slot: slot, key: strings.Clone(key)}] = struct{}{}
+	(*h)[dirtyRef{slot: slot, key: strings.Clone(key)}] = max
 }
 
 // isHot reports whether a window counting count of a limit of max is at
@@ -48,7 +56,7 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for ref := range s.hot {
+		for ref, hotMax := range s.hot {
 			if int(ref.slot) >= len(ids) || int(ref.slot) >= len(s.tables) {
 				delete(s.hot, ref)
 				continue
@@ -59,7 +67,7 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 				delete(s.hot, ref)
 				continue
 			}
-			if !cs.isHot(st.liveCount(nowMs, t.windowMs), maxes[ref.slot]) {
+			if !cs.isHot(st.liveCount(nowMs, t.windowMs), min(hotMax, maxes[ref.slot])) {
 				delete(s.hot, ref)
 				continue
 			}

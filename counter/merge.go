@@ -72,7 +72,7 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 			if changed {
 				ms.Merged++
 				if cs != nil && cs.isHot(st.count(), info.max) {
-					s.hot.mark(info.slot, e.Key)
+					s.hot.mark(info.slot, e.Key, info.max)
 				}
 				if r.origin == 0 {
 					// Our own slice from before a restart: closed to new requests.
@@ -133,7 +133,8 @@ type mergeInfo struct {
 }
 
 // sortEntries fills w.sorted with the entries that name a registered limit
-// and a live slice, grouped by shard and in their order within a shard, and
+// (or one of a family, registered on first sight: family.go) and a live
+// slice, grouped by shard and in their order within a shard, and
 // counts the others in ms.
 func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *MergeStats) {
 	w.refs, w.infos = w.refs[:0], w.infos[:0]
@@ -149,9 +150,11 @@ func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *Me
 		if i == 0 || e.Limit != lastID {
 			lastID = e.Limit
 			var li limitInfo
-			info.slot, li, lastOK = c.lookupLimit(e.Limit)
-			info.windowMs, info.max, info.perOrigin = li.windowMs, li.max, li.perOrigin()
+			info.slot, li, lastOK = c.lookupOrRegister(e.Limit)
 			if lastOK {
+				// perOrigin divides by the slice length: an unknown
+				// limit's zero info has none.
+				info.windowMs, info.max, info.perOrigin = li.windowMs, li.max, li.perOrigin()
 				w.infos = append(w.infos, info)
 			}
 		}

@@ -62,7 +62,7 @@ func (c *Counter) Peek(now time.Time, key string, hits int64, limits []Limit, re
 		r := Result{Allowed: count+hits <= l.max, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		r.Reset = time.Duration(st.reset(at, l.windowMs)) * time.Millisecond
 		if r.Allowed && coordinated && hits > 0 {
-			if until := s.coord.deniedAt(ref, at); until > 0 {
+			if until := s.coord.deniedAt(ref, at, l.max); until > 0 {
 				c.denyResult(&r, &d, until-at, st.reset(at, l.windowMs))
 				res[i] = r
 				continue
@@ -121,12 +121,12 @@ func (cs *coordState) pendingAt(ref dirtyRef, st *state, now, windowMs int64) in
 }
 
 // deniedAt is deniedUntil without its clean-up.
-func (cs *coordState) deniedAt(ref dirtyRef, now int64) int64 {
+func (cs *coordState) deniedAt(ref dirtyRef, now, max int64) int64 {
 	if cs == nil || len(cs.denied) == 0 {
 		return 0
 	}
-	if until := cs.denied[ref]; until > now {
-		return until
+	if d, ok := cs.denied[ref]; ok && d.until > now && max <= d.max {
+		return d.until
 	}
 	return 0
 }

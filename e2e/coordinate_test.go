@@ -42,6 +42,12 @@ type burstResult struct {
 // connections: as fast as the nodes answer.
 func burstAt(t *testing.T, nodes []*proc, key string, n int) *burstResult {
 	t.Helper()
+	return burstQuery(t, nodes, "key="+key, n)
+}
+
+// burstQuery is burstAt of checks with the query given.
+func burstQuery(t *testing.T, nodes []*proc, query string, n int) *burstResult {
+	t.Helper()
 	var r burstResult
 	var wg sync.WaitGroup
 	for g, p := range nodes {
@@ -51,7 +57,7 @@ func burstAt(t *testing.T, nodes []*proc, key string, n int) *burstResult {
 		}
 		wg.Go(func() {
 			for range share {
-				code, body, err := request("GET", "http://"+p.http+"/check?key="+key)
+				code, body, err := request("GET", "http://"+p.http+"/check?"+query)
 				switch {
 				case err == nil && code == http.StatusOK:
 					r.allowed.Add(1)

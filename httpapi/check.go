@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/limiterd/limiterd/decision"
@@ -37,8 +38,8 @@ func badRequest(r reason, msg string) problem {
 
 // params are the check parameters as sent, from the query or the JSON body.
 type params struct {
-	key, rule, hits string
-	hasKey, hasHits bool
+	key, rule, hits, limit, window                string
+	hasKey, hasRule, hasHits, hasLimit, hasWindow bool
 }
 
 func (a *API) serveCheck(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +80,8 @@ func (a *API) rejectDecision(w http.ResponseWriter, err error, keyFromHeader boo
 		a.reject(w, badRequest(reasonInvalidKey, err.Error()))
 	case errors.Is(err, limiter.ErrInvalidHits):
 		a.reject(w, badRequest(reasonInvalidHits, err.Error()))
+	case errors.Is(err, limiter.ErrInvalidLimit):
+		a.reject(w, badRequest(reasonInvalidLimit, err.Error()))
 	default:
 		// Decide returns no other error. Were it to, failing open is the
 		// answer that cannot cause an outage.
@@ -155,6 +158,13 @@ func (a *API) request(r *http.Request, ps params) (limiter.Request, bool, proble
 		}
 		req.Hits = n
 	}
+	if ps.hasLimit || ps.hasWindow {
+		spec, p := statedLimit(ps)
+		if p.status != 0 {
+			return req, false, p
+		}
+		req.Limit = spec
+	}
 	if ps.hasKey {
 		req.Key = ps.key
 		return req, false, problem{}
@@ -165,6 +175,32 @@ func (a *API) request(r *http.Request, ps params) (limiter.Request, bool, proble
 			"missing key: no key parameter and no address in the "+a.keyHeader+" header")
 	}
 	return req, true, problem{}
+}
+
+// statedLimit reads the limit a request states, limit and window (see
+// the package documentation): their syntax here, their range in the
+// limiter, which validates them as Envoy's overrides (limiter.Request.Limit).
+func statedLimit(ps params) (*limiter.LimitSpec, problem) {
+	switch {
+	case !ps.hasLimit:
+		return nil, badRequest(reasonInvalidLimit, "window needs limit: a stated limit is limit and window together")
+	case !ps.hasWindow:
+		return nil, badRequest(reasonInvalidLimit, "limit needs window: a stated limit is limit and window together")
+	case ps.hasRule:
+		return nil, badRequest(reasonInvalidLimit, "rule must be absent with limit and window: the request states its own limit")
+	}
+	n, err := strconv.ParseInt(ps.limit, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return nil, badRequest(reasonInvalidLimit, "limit is out of range")
+	case err != nil:
+		return nil, badRequest(reasonInvalidLimit, "limit is not an integer")
+	}
+	d, err := time.ParseDuration(ps.window)
+	if err != nil {
+		return nil, badRequest(reasonInvalidLimit, "window must be a duration such as \"60s\" or \"500ms\", got "+quoteForMessage(ps.window))
+	}
+	return &limiter.LimitSpec{Limit: n, Window: d}, problem{}
 }
 
 // headerKey returns the key carried by the configured header, "" if none.
@@ -183,13 +219,12 @@ func (a *API) headerKey(r *http.Request) string {
 	return strings.Trim(v, " \t")
 }
 
-// parseQuery parses key, rule and hits from a raw query. It is strict: an
+// parseQuery parses key, rule, hits, limit and window from a raw query. It is strict: an
 // unknown or repeated parameter is an error rather than silently ignored, as
 // a typo ("hit=5") would otherwise count the wrong amount.
 // It does not use url.ParseQuery, which allocates a map per request.
 func parseQuery(q string) (params, problem) {
 	var ps params
-	var hasRule bool
 	for q != "" {
 		var part string
 		part, q, _ = strings.Cut(q, "&")
@@ -212,12 +247,16 @@ func parseQuery(q string) (params, problem) {
 		case "key":
 			dup, ps.key, ps.hasKey = ps.hasKey, value, true
 		case "rule":
-			dup, ps.rule, hasRule = hasRule, value, true
+			dup, ps.rule, ps.hasRule = ps.hasRule, value, true
 		case "hits":
 			dup, ps.hits, ps.hasHits = ps.hasHits, value, true
+		case "limit":
+			dup, ps.limit, ps.hasLimit = ps.hasLimit, value, true
+		case "window":
+			dup, ps.window, ps.hasWindow = ps.hasWindow, value, true
 		default:
 			return ps, badRequest(reasonInvalidQuery,
-				"unknown query parameter "+quoteForMessage(name)+"; the parameters are key, rule and hits")
+				"unknown query parameter "+quoteForMessage(name)+"; the parameters are "+paramNames)
 		}
 		if dup {
 			return ps, badRequest(reasonInvalidQuery, "query parameter "+name+" is given more than once")
@@ -272,13 +311,18 @@ func checkContentType(ct string) problem {
 		"Content-Type must be application/json, got " + quoteForMessage(ct)}
 }
 
+// paramNames lists the parameters of /check, for messages.
+const paramNames = "key, rule, hits, limit and window"
+
 // checkBody is the POST /check body. Pointers tell an absent field from an
-// empty one; hits stays raw so that 1.5, "5" and 1e3 get a precise message
-// instead of a decoder error.
+// empty one; hits and limit stay raw so that 1.5, "5" and 1e3 get a
+// precise message instead of a decoder error.
 type checkBody struct {
-	Key  *string         `json:"key"`
-	Rule *string         `json:"rule"`
-	Hits json.RawMessage `json:"hits"`
+	Key    *string         `json:"key"`
+	Rule   *string         `json:"rule"`
+	Hits   json.RawMessage `json:"hits"`
+	Limit  json.RawMessage `json:"limit"`
+	Window *string         `json:"window"`
 }
 
 // parseJSON parses a non-empty POST /check body.
@@ -305,10 +349,16 @@ func parseJSON(body []byte) (params, problem) {
 		ps.key, ps.hasKey = *cb.Key, true
 	}
 	if cb.Rule != nil {
-		ps.rule = *cb.Rule
+		ps.rule, ps.hasRule = *cb.Rule, true
 	}
 	if len(cb.Hits) > 0 && string(cb.Hits) != "null" {
 		ps.hits, ps.hasHits = string(cb.Hits), true
+	}
+	if len(cb.Limit) > 0 && string(cb.Limit) != "null" {
+		ps.limit, ps.hasLimit = string(cb.Limit), true
+	}
+	if cb.Window != nil {
+		ps.window, ps.hasWindow = *cb.Window, true
 	}
 	return ps, problem{}
 }
@@ -323,7 +373,7 @@ func jsonProblem(err error) problem {
 		return badRequest(reasonMalformedJSON, "malformed JSON: the body must be an object")
 	case strings.Contains(msg, "unknown field"):
 		return badRequest(reasonUnknownField,
-			strings.TrimPrefix(msg, "json: ")+"; the fields are key, rule and hits")
+			strings.TrimPrefix(msg, "json: ")+"; the fields are "+paramNames)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest(reasonMalformedJSON, "malformed JSON: unexpected end of the body")
 	default:

@@ -8,7 +8,9 @@
 // # Endpoints
 //
 //	GET  /check?key=K[&rule=R][&hits=N]
+//	GET  /check?key=K&limit=L&window=W[&hits=N]
 //	POST /check   {"key":"K","rule":"R","hits":N}
+//	POST /check   {"key":"K","limit":L,"window":"W","hits":N}
 //	GET  /metrics   Prometheus exposition of the injected registry
 //	GET  /healthz   always 200 {"status":"ok"}
 //	GET  /readyz    200 when Config.Ready returns nil, else 503 with its error
@@ -46,6 +48,20 @@
 // dropped. A non-empty body must be application/json (or a +json type); a
 // missing Content-Type is accepted, any other is rejected with 415.
 //
+// # Limits stated by the caller
+//
+// A request with limit and window states its own limit, as gubernator's
+// callers and Envoy's per-descriptor overrides do: at most limit requests
+// per window (a duration such as "60s" or "500ms"; in JSON limit is a
+// number and window a string). It is decided against that limit alone
+// (limiter.Request.Limit), and rule must be absent. The limiter validates
+// it as it validates Envoy's overrides (limit 1..2147483647, window in
+// whole milliseconds up to 720h); the decision's rule and policy name are
+// "override". Counts live per (key, window): stated limits with the same
+// window count a key together whatever their limits, apart from every
+// rule's counts. In a cluster such a check is decided at the margin by
+// the key's coordinator, like a rule's, so both bounds hold for it too.
+//
 // # Decisions that are not a plain allow or deny
 //
 //   - No rule governs the key: 200 {"allowed":true,"rule":""}, no RateLimit
@@ -71,7 +87,9 @@
 // Bad input counts nothing and is answered with {"error":"..."} saying what
 // is wrong: 400 for a missing, empty, over-long (more than
 // limiter.MaxKeyBytes) or non-UTF-8 key, for hits that is not an integer, is
-// below 1 or exceeds a limit of the rule, for an unknown rule, for a bad or
+// below 1 or exceeds a limit of the rule, for an unknown rule, for a stated
+// limit that is not whole (limit without window, or the reverse, or beside
+// a rule), not an integer, not a duration or out of range, for a bad or
 // unknown query parameter or one given twice, and for malformed JSON or JSON
 // with unknown fields, a field given twice or in another case ("Key"), or a
 // lone UTF-16 surrogate escape in a string (encoding/json would keep the

@@ -258,3 +258,39 @@ func TestOverLoopback(t *testing.T) {
 		t.Errorf("metrics: %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// TestIntegrationStatedLimit: a request that states its limit (limit and
+// window) is decided against it through the real limiter, GET and POST
+// sharing the key's counts for that window, apart from the rule's; a
+// stated limit out of range is a 400 that counts nothing.
+func TestIntegrationStatedLimit(t *testing.T) {
+	now := t0()
+	a := realAPI(t, integrationRules, &now)
+	for _, target := range []string{"/check?key=k&limit=1000h&window=60s", "/check?key=k&limit=3&window=1000h", "/check?key=k&limit=0&window=60s"} {
+		if rec := serve(a, get(target)); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "limiter: invalid limit") && !strings.Contains(rec.Body.String(), "limit is not an integer") {
+			t.Errorf("%s: %d %s, want 400", target, rec.Code, rec.Body)
+		}
+	}
+	for i := range 3 {
+		var rec *httptest.ResponseRecorder
+		if i%2 == 0 {
+			rec = serve(a, get("/check?key=k&limit=3&window=60s"))
+		} else {
+			rec = serve(a, post(`{"key":"k","limit":3,"window":"1m"}`, "application/json"))
+		}
+		if rec.Code != 200 || rec.Header().Get("RateLimit-Policy") != `"override";q=3;w=60` || !strings.Contains(rec.Body.String(), `"rule":"override"`) {
+			t.Fatalf("request %d: %d %q %s", i+1, rec.Code, rec.Header().Get("RateLimit-Policy"), rec.Body)
+		}
+	}
+	if rec := serve(a, get("/check?key=k&limit=3&window=60s")); rec.Code != http.StatusTooManyRequests || rec.Header().Get("RateLimit") != `"override";r=0;t=60` {
+		t.Fatalf("4th: %d %q, want 429 with nothing remaining", rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// A larger stated limit on the same window shares the count.
+	if rec := serve(a, get("/check?key=k&limit=10&window=60s")); rec.Code != 200 || rec.Header().Get("RateLimit") != `"override";r=6;t=60` {
+		t.Fatalf("limit 10: %d %q, want 200 with 6 remaining", rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// The rule's counts of the key are its own.
+	if rec := serve(a, get("/check?key=k")); rec.Code != 200 || rec.Header().Get("RateLimit") != `"default";r=4;t=60` {
+		t.Errorf("the rule: %d %q, want r=4", rec.Code, rec.Header().Get("RateLimit"))
+	}
+}

@@ -22,6 +22,7 @@ const (
 	reasonUnsupportedMediaType
 	reasonMethodNotAllowed
 	reasonNotFound
+	reasonInvalidLimit
 	numReasons
 )
 
@@ -49,6 +50,8 @@ func (r reason) String() string {
 		return "method_not_allowed"
 	case reasonNotFound:
 		return "not_found"
+	case reasonInvalidLimit:
+		return "invalid_limit"
 	}
 	return "unknown"
 }

@@ -34,11 +34,11 @@ func strictJSON(body []byte) problem {
 			return problem{}
 		}
 		switch lower := strings.ToLower(name); {
-		case name == "key" || name == "rule" || name == "hits":
-		case lower == "key" || lower == "rule" || lower == "hits":
-			return badRequest(reasonUnknownField, "unknown field "+quoteForMessage(name)+"; the fields are key, rule and hits, in lower case")
+		case isField(name):
+		case isField(lower):
+			return badRequest(reasonUnknownField, "unknown field "+quoteForMessage(name)+"; the fields are "+paramNames+", in lower case")
 		default:
-			return badRequest(reasonUnknownField, "unknown field "+quoteForMessage(name)+"; the fields are key, rule and hits")
+			return badRequest(reasonUnknownField, "unknown field "+quoteForMessage(name)+"; the fields are "+paramNames)
 		}
 		if seen[name] {
 			return badRequest(reasonMalformedJSON, "malformed JSON: field "+strconv.Quote(name)+" is given more than once")
@@ -89,4 +89,13 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	n, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
 	return rune(n), err == nil
+}
+
+// isField reports whether name is a field of the /check body (checkBody).
+func isField(name string) bool {
+	switch name {
+	case "key", "rule", "hits", "limit", "window":
+		return true
+	}
+	return false
 }

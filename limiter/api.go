@@ -34,10 +34,12 @@ var (
 const OverrideRule = "override"
 
 // MaxOverrideWindows bounds the distinct (window, slices) pairs that limit
-// overrides may use over a Limiter's life. Each pair is one registration in
+// overrides may use over a counter's life. Each pair is one registration in
 // the counter, which never forgets one, so without a bound a stream of
 // requests with ever new windows would grow the counter's limit registry
-// without end. Envoy's units give 6 pairs.
+// without end. New declares the counter's family OverrideRule with this
+// bound (counter.Family), which holds it whoever brings a pair: a check
+// here, or a peer's counts or ask of one. Envoy's units give 6 pairs.
 const MaxOverrideWindows = 64
 
 // MaxKeyBytes is the longest key Check accepts.
@@ -120,10 +122,9 @@ type Request struct {
 	// counts whatever their limits. Limit.Limit is 1..counter.MaxLimit and
 	// the window as in rule files; Slices 0 means the rule-file default;
 	// Policy is ignored. Errors wrap ErrInvalidLimit. In a coordinated
-	// cluster an override is never put to the key's coordinator (which
-	// knows limits by registration, not per request): where a rule's check
-	// would return Decision.Coordinate, this node decides with the per-node
-	// budget (Decision.Decided is DecidedInFallback).
+	// cluster an override is left to the key's coordinator where a rule's
+	// check would be (Decision.Coordinate), and the ask carries its limit
+	// (counter.Ask.Max) for the coordinator to decide with.
 	Limit *LimitSpec
 }
 
@@ -136,8 +137,8 @@ const (
 	// DecidedByCoordinator: the key's coordinator, this node or another.
 	DecidedByCoordinator
 	// DecidedInFallback: this node alone, with the per-node budget, because
-	// the coordinator did not answer in time, or because the check was a
-	// limit override (Request.Limit), which is never coordinated.
+	// the coordinator did not answer in time (or, for a limit override,
+	// does not decode asks that state a limit: a node of an older version).
 	DecidedInFallback
 	// DecidedOnLease: this node, past its blind share, on a lease the
 	// key's coordinator lent it (counter.ClusterConfig.LeaseShare).
@@ -190,8 +191,7 @@ type Decision struct {
 	// Coordinate reports that the check is the key's coordinator's to
 	// decide (counter.Decision.Coordinate): nothing was counted, Allowed is
 	// false, and the caller completes the check with PrepareAsk and
-	// Complete. Never set by Complete, nor for a peek (Request.Peek) or a
-	// limit override (Request.Limit).
+	// Complete. Never set by Complete, nor for a peek (Request.Peek).
 	Coordinate bool
 	// Decided says who decided a check in a coordinated cluster: DecidedHere
 	// (this node alone: far from the limit, or its view is full), or, for a

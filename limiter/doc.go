@@ -101,19 +101,25 @@
 // is ErrInvalidLimit. Counts live in the counter under ("override", window,
 // slices), so two overrides with the same window and slices count a key
 // together, whatever their limits, just as a rule whose limit changes
-// keeps its counts. Each (window, slices) pair is registered with the
-// counter on first use (and again only to raise the registration's limit
-// to the largest seen, which the counter uses to bound what it merges from
-// peers), and at most MaxOverrideWindows (64) pairs ever are: the counter
-// keeps every registration, and requests must not be able to grow that
-// registry without end. Envoy's six units give six pairs; a 65th pair is
-// ErrInvalidLimit.
+// keeps its counts. Each (window, slices) pair is one registration of the
+// counter's family "override", which New declares with MaxOverrideWindows
+// (64) pairs (counter.Family): the counter keeps every registration, and
+// requests must not be able to grow that registry without end. Envoy's six
+// units give six pairs; a 65th pair is ErrInvalidLimit. A node registers
+// a pair on first use, or on first sight of a peer's counts or ask of it,
+// so every node keeps every node's counts of every pair, and the bound
+// counts the pairs of both.
 //
-// The coordinator of a key in a coordinated cluster knows limits by their
-// registration and decides with its registered limit, not the request's,
-// so overrides are never put to it: where a rule's check would return
-// Decision.Coordinate, an override is decided on this node with the
-// per-node budget (Decision.Decided is DecidedInFallback). Overrides do not
+// In a coordinated cluster an override is decided like a rule's check:
+// where that would be left to the key's coordinator, Check returns
+// Decision.Coordinate, PrepareAsk puts the override's limit in the ask
+// (counter.Ask.Max: no registration holds it), the coordinator decides
+// with it, and Complete counts the grant or remembers the denial (for
+// checks of that limit or a smaller one). Both halves of the promise hold
+// for overrides as for rules; when callers state different limits for one
+// key and pair, each check is decided by its own limit on the shared
+// count, and a window holds at most the bound of the largest limit stated
+// in it (package counter, "Limits stated per call"). Overrides do not
 // appear in Bounds.
 //
 // # Envoy files

@@ -38,10 +38,7 @@ type compiled struct {
 type compiledRule struct {
 	name   string
 	shadow bool
-	// override marks the rule of a limit override (Request.Limit), built
-	// per check: never coordinated.
-	override bool
-	pat      pattern
+	pat    pattern
 	// limits and specs are parallel: specs[i] is what limits[i] enforces. The
 	// slice is handed to the counter as is, so a check builds nothing.
 	limits []counter.Limit
@@ -56,6 +53,11 @@ type compiledRule struct {
 func New(c *counter.Counter, rs *RuleSet) (*Limiter, error) {
 	if c == nil {
 		return nil, errors.New("limiter: nil counter")
+	}
+	// Every node declares the overrides' family, so that it keeps its
+	// peers' counts of any override pair and can coordinate one (override.go).
+	if err := c.Family(OverrideRule, MaxOverrideWindows); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
 	}
 	l := &Limiter{c: c}
 	if err := l.SetRules(rs); err != nil {
@@ -141,10 +143,8 @@ func (l *Limiter) CheckNow(req Request, d *Decision) error {
 //
 // With req.Peek it counts nothing and records nothing (counter.Peek): d
 // says whether the hits would fit now, and d.Coordinate is never set. With
-// req.Limit the key is decided against that one limit (OverrideRule); in a
-// coordinated cluster, where a rule's check would be left to the key's
-// coordinator, an override is decided here with the per-node budget
-// (counter.AllowFallback, d.Decided DecidedInFallback).
+// req.Limit the key is decided against that one limit (OverrideRule), and
+// left to the key's coordinator where a rule's check would be.
 //
 // It returns ErrInvalidKey, ErrInvalidHits, ErrInvalidLimit or
 // ErrUnknownRule (wrapped) for a request that cannot be decided; d is then
@@ -156,7 +156,11 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 		return err
 	}
 	if req.Limit != nil {
-		return l.checkWithOverride(t, req, d)
+		var ov overrideScratch
+		if err := l.overrideRule(req, &ov); err != nil {
+			return err
+		}
+		return l.decide(t, req, &ov.rule, d)
 	}
 	r, err := l.rules.Load().resolve(req)
 	if err != nil {
@@ -169,16 +173,12 @@ func (l *Limiter) Check(t time.Time, req Request, d *Decision) error {
 	return l.decide(t, req, r, d)
 }
 
-// checkWithOverride is Check of a request with a limit override.
-func (l *Limiter) checkWithOverride(t time.Time, req Request, d *Decision) error {
+// overrideRule builds in ov the rule of req's limit override.
+func (l *Limiter) overrideRule(req Request, ov *overrideScratch) error {
 	if req.Rule != "" {
 		return fmt.Errorf("%w: a request with a limit override must not name a rule, got %q", ErrInvalidLimit, yamlnode.Truncate(req.Rule))
 	}
-	var ov overrideScratch
-	if err := l.override(*req.Limit, req.Hits, &ov); err != nil {
-		return err
-	}
-	return l.decide(t, req, &ov.rule, d)
+	return l.override(*req.Limit, req.Hits, ov)
 }
 
 // decide is Check of a valid request by rule r.
@@ -193,10 +193,6 @@ func (l *Limiter) decide(t time.Time, req Request, r *compiledRule, d *Decision)
 		cd, err = l.c.Peek(t, req.Key, req.Hits, r.limits, res[:])
 	} else {
 		cd, err = l.c.Allow(t, req.Key, req.Hits, r.limits, res[:])
-		if err == nil && cd.Coordinate && r.override {
-			d.Decided = DecidedInFallback
-			cd, err = l.c.AllowFallback(t, req.Key, req.Hits, r.limits, res[:])
-		}
 	}
 	if err != nil {
 		// Unreachable with a validated rule set and the checks above; kept
@@ -273,11 +269,13 @@ func (r *compiledRule) fill(d *Decision, cd counter.Decision, res []counter.Resu
 
 // PrepareAsk fills ask, for the key's coordinator, with a check that Check
 // left to it (Decision.Coordinate): the rule's limits, where this node will
-// count the hits if they are granted, and its own recent slices of the key.
-// It counts nothing. A peek or a limit override is never left to the
-// coordinator, and PrepareAsk refuses one.
+// count the hits if they are granted, and its own recent slices of the key;
+// for a limit override (Request.Limit), the limit too (counter.Ask.Max),
+// which the coordinator decides with. It counts nothing. A peek is never
+// left to the coordinator, and PrepareAsk refuses one.
 func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
-	r, err := l.coordinatedRule(req)
+	var ov overrideScratch
+	r, err := l.coordinatedRule(req, &ov)
 	if err != nil {
 		return err
 	}
@@ -295,11 +293,12 @@ func (l *Limiter) PrepareAsk(t time.Time, req Request, ask *counter.Ask) error {
 // this node decides alone with the per-node budget. The limits in d are the
 // coordinator's view when it answered, this node's otherwise: what remains
 // for this request, never more than a denial leaves. It returns the errors
-// Check returns for a request that cannot be decided, and refuses a peek or
-// a limit override, which Check never leaves to the coordinator.
+// Check returns for a request that cannot be decided, and refuses a peek,
+// which Check never leaves to the coordinator.
 func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) error {
 	*d = Decision{}
-	r, err := l.coordinatedRule(req)
+	var ov overrideScratch
+	r, err := l.coordinatedRule(req, &ov)
 	if err != nil {
 		return err
 	}
@@ -307,6 +306,12 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 		d.Allowed, d.WouldAllow = true, true
 		return nil
 	}
+	return l.complete(t, req, r, a, d)
+}
+
+// complete is Complete of a valid request by rule r.
+func (l *Limiter) complete(t time.Time, req Request, r *compiledRule, a Answer, d *Decision) error {
+	var err error
 	var res [counter.MaxLimitsPerCall]counter.Result
 	var cd counter.Decision
 	switch {
@@ -349,13 +354,17 @@ func (l *Limiter) Complete(t time.Time, req Request, a Answer, d *Decision) erro
 
 // coordinatedRule returns, for PrepareAsk and Complete, the rule of a
 // check that Check left to the coordinator (nil when none governs the
-// key), and refuses the requests that Check decides without it.
-func (l *Limiter) coordinatedRule(req Request) (*compiledRule, error) {
+// key; a limit override's own rule, built in ov), and refuses a peek,
+// which Check decides without it.
+func (l *Limiter) coordinatedRule(req Request, ov *overrideScratch) (*compiledRule, error) {
 	switch {
 	case req.Peek:
 		return nil, errors.New("limiter: a peek is never left to the coordinator (Check decides it)")
 	case req.Limit != nil:
-		return nil, errors.New("limiter: a limit override is never left to the coordinator (Check decides it)")
+		if err := l.overrideRule(req, ov); err != nil {
+			return nil, err
+		}
+		return &ov.rule, nil
 	}
 	return l.rules.Load().resolve(req)
 }

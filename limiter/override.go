@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -10,14 +11,16 @@ import (
 	"github.com/limiterd/limiterd/counter"
 )
 
-// overrides holds the counter registrations of limit overrides, one per
-// (window, slices) pair, so that a check registers nothing: it derives its
-// limit from the pair's registration (counter.Limit.WithMax). The map is
-// copied on write and never modified once published, so lookups take no
-// lock; mu orders the writers. Each registration's max is the largest an
-// override of the pair has asked for: the counter uses it where no call is
-// at hand (the bound on the peer slices that Merge accepts, hot keys), and
-// a smaller one could refuse a peer's slices of a key with a larger limit.
+// overrides caches the counter registrations of limit overrides, one per
+// (window, slices) pair, so that a check takes no registry lock: it
+// derives its limit from the pair's registration (counter.Limit.WithMax).
+// The registrations belong to the counter's family OverrideRule, declared
+// in New with MaxOverrideWindows pairs: the counter holds the bound, and
+// registers the pairs its peers use on first sight of them (counter.Family),
+// so that every node keeps every node's counts of them and a key's
+// coordinator can decide them. The map is copied on write and never
+// modified once published, so lookups take no lock; mu orders the
+// writers. It holds at most the family's pairs.
 type overrides struct {
 	mu   sync.Mutex
 	regs atomic.Pointer[map[overrideKey]counter.Limit]
@@ -55,7 +58,6 @@ func (l *Limiter) override(spec LimitSpec, hits int64, ov *overrideScratch) erro
 	ov.lim[0], ov.spec[0] = lim, s
 	ov.rule = compiledRule{
 		name:      OverrideRule,
-		override:  true,
 		limits:    ov.lim[:],
 		specs:     ov.spec[:],
 		minLimit:  s.Limit,
@@ -89,11 +91,12 @@ func checkOverride(s LimitSpec) (LimitSpec, error) {
 }
 
 // overrideLimit returns the counter limit of the pair k with want as its
-// limit, registering the pair first if it is new or its registration's max
-// is smaller. Only the first MaxOverrideWindows pairs are registered.
+// limit, registering the pair first if it is new. The counter's family
+// refuses a pair past MaxOverrideWindows (counter.ErrFamilyFull), whoever
+// used the others: checks here, or peers whose counts arrived.
 func (l *Limiter) overrideLimit(k overrideKey, want int64) (counter.Limit, error) {
 	if m := l.ov.regs.Load(); m != nil {
-		if lim, ok := (*m)[k]; ok && lim.Max() >= want {
+		if lim, ok := (*m)[k]; ok {
 			return lim.WithMax(want), nil
 		}
 	}
@@ -103,16 +106,15 @@ func (l *Limiter) overrideLimit(k overrideKey, want int64) (counter.Limit, error
 	if m := l.ov.regs.Load(); m != nil {
 		old = *m
 	}
-	prev, ok := old[k]
-	switch {
-	case ok && prev.Max() >= want:
-		return prev.WithMax(want), nil // registered while this one waited
-	case !ok && len(old) >= MaxOverrideWindows:
-		return counter.Limit{}, fmt.Errorf("%w: limit overrides already use %d distinct (window, slices) pairs, the most a limiter registers; window %s with %d slices would be one more",
-			ErrInvalidLimit, MaxOverrideWindows, formatWindow(k.window), k.slices)
+	if lim, ok := old[k]; ok {
+		return lim.WithMax(want), nil // registered while this one waited
 	}
 	lim, err := l.c.Limit(OverrideRule, want, k.window, k.slices)
-	if err != nil {
+	switch {
+	case errors.Is(err, counter.ErrFamilyFull):
+		return counter.Limit{}, fmt.Errorf("%w: limit overrides already use %d distinct (window, slices) pairs, the most a limiter registers; window %s with %d slices would be one more",
+			ErrInvalidLimit, MaxOverrideWindows, formatWindow(k.window), k.slices)
+	case err != nil:
 		return counter.Limit{}, fmt.Errorf("%w: %w", ErrInvalidLimit, err)
 	}
 	m := maps.Clone(old)

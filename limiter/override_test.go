@@ -143,21 +143,41 @@ func TestOverridePairsAreBounded(t *testing.T) {
 	}
 }
 
-// TestOverrideRegistersLargestLimit checks that a pair's registration
-// carries the largest limit asked for (the counter bounds the peer slices
-// it merges by it), while each check is decided by its own limit.
-func TestOverrideRegistersLargestLimit(t *testing.T) {
-	l := newLimiter(t, "rules:\n  - name: default\n    limit: 5\n    window: 1s\n")
+// TestOverrideRegistrationIsTheFamilys checks that a pair's registration
+// is one of the counter's family OverrideRule, whose max where no call is
+// at hand is counter.MaxLimit: a node that only ever saw small overrides
+// of a pair still merges every slice a peer counted under a large one
+// (with the pair's registration at the largest override seen here, 2, it
+// would refuse a peer's slices past 4 x 2 + 13 of them), while each check
+// is decided by its own limit.
+func TestOverrideRegistrationIsTheFamilys(t *testing.T) {
+	c := newCounter(t)
+	if err := c.SetCluster(counter.DefaultClusterConfig("a")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(c, mustParse(t, "rules:\n  - name: default\n    limit: 5\n    window: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := overrideKey{time.Minute, DefaultSlices}
-	for _, s := range []struct{ limit, registered int64 }{{2, 2}, {1000, 1000}, {7, 1000}} {
+	for _, limit := range []int64{2, 1000, 7} {
 		var d Decision
-		err := l.Check(at(0), Request{Key: "k", Hits: 1, Limit: &LimitSpec{Limit: s.limit, Window: time.Minute}}, &d)
-		if err != nil || d.Limits[0].Limit != s.limit {
-			t.Fatalf("override %d: %+v, %v", s.limit, d, err)
+		err := l.Check(at(0), Request{Key: "k", Hits: 1, Limit: &LimitSpec{Limit: limit, Window: time.Minute}}, &d)
+		if err != nil || d.Limits[0].Limit != limit {
+			t.Fatalf("override %d: %+v, %v", limit, d, err)
 		}
-		if got := (*l.ov.regs.Load())[k].Max(); got != s.registered {
-			t.Errorf("after an override of %d the registration holds %d, want %d", s.limit, got, s.registered)
+		if !(*l.ov.regs.Load())[k].Family() {
+			t.Fatalf("after an override of %d the registration is not the family's", limit)
 		}
+	}
+	// 500 slices of peer b, one a millisecond, all merged.
+	id := counter.LimitID(OverrideRule, time.Minute, DefaultSlices)
+	var es []counter.Entry
+	for i := range int64(500) {
+		es = append(es, counter.Entry{Limit: id, Key: "peer-key", Origin: "b", Start: at(0).UnixMilli() + i, Count: 1})
+	}
+	if ms := c.Merge(at(500), es); ms.Merged != 500 || ms.Refused != 0 {
+		t.Fatalf("Merge: %+v, want all 500 merged", ms)
 	}
 }
 
@@ -190,16 +210,81 @@ func TestOverrideConcurrent(t *testing.T) {
 }
 
 // TestOverrideInCoordinatedCluster checks that an override at the margin
-// is decided here with the budget, never left to the coordinator.
+// is left to the key's coordinator, as a rule's check is: the ask states
+// the override's limit (counter.Ask.Max), a coordinator that never saw the
+// override's pair decides it with that limit, and Complete counts the
+// grant, remembers the denial, or, without an answer, decides with the
+// budget.
 func TestOverrideInCoordinatedCluster(t *testing.T) {
 	_, l := coordinatedNode(t, "a")
+	ck, _ := coordinatedNode(t, "k")
 	var d Decision
 	if err := l.Check(at(0), Request{Key: "x", Hits: 1}, &d); err != nil || !d.Coordinate {
 		t.Fatalf("rule check = %+v, %v; want Coordinate", d, err)
 	}
-	req := Request{Key: "x", Hits: 1, Limit: &LimitSpec{Limit: 10, Window: time.Second}}
-	if err := l.Check(at(0), req, &d); err != nil || d.Coordinate || !d.Allowed || d.Decided != DecidedInFallback || d.Rule != OverrideRule {
-		t.Fatalf("override = %+v, %v; want allowed by the budget", d, err)
+	slices := defaultSlices(time.Second)
+	// ask checks req on a, which must leave it to the coordinator, and
+	// returns k's answer to it, as the coordinator sees a's ask.
+	ask := func(req Request, id uint64) Answer {
+		t.Helper()
+		if err := l.Check(at(0), req, &d); err != nil || !d.Coordinate || d.Allowed || d.Rule != OverrideRule {
+			t.Fatalf("override %+v = %+v, %v; want Coordinate", *req.Limit, d, err)
+		}
+		var ask counter.Ask
+		if err := l.PrepareAsk(at(0), req, &ask); err != nil {
+			t.Fatal(err)
+		}
+		if want := counter.LimitID(OverrideRule, time.Second, slices); len(ask.Limits) != 1 || ask.Limits[0] != want || len(ask.Max) != 1 || ask.Max[0] != req.Limit.Limit {
+			t.Fatalf("ask %+v, want the limit %s stated at %d", ask, want, req.Limit.Limit)
+		}
+		res := make([]counter.Result, 1)
+		kd, err := ck.Coordinate(at(0), "a", id, &ask, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Answer{Answered: true, Allowed: kd.Allowed, Results: res}
+	}
+	req := Request{Key: "x", Hits: 1, Limit: &LimitSpec{Limit: 2, Window: time.Second}}
+	if err := l.Complete(at(0), req, ask(req, 1), &d); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed || d.Decided != DecidedByCoordinator || d.Limits[0].Limit != 2 || d.Limits[0].Remaining != 1 {
+		t.Fatalf("grant: %+v", d)
+	}
+	// k's own check of the key: the coordinator counts 2 then (a knows
+	// of 1), and denies a's next.
+	kl, err := ck.Limit(OverrideRule, 2, time.Second, slices)
+	if err != nil || !kl.Family() {
+		t.Fatalf("k's registration: %+v %v", kl, err)
+	}
+	var kask counter.Ask
+	ck.PrepareAsk(at(0), "x", 1, []counter.Limit{kl}, &kask)
+	if kd, err := ck.Coordinate(at(0), "k", 0, &kask, make([]counter.Result, 1)); err != nil || !kd.Allowed {
+		t.Fatalf("k's own check: %+v %v", kd, err)
+	}
+	if err := l.Complete(at(0), req, ask(req, 2), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Decided != DecidedByCoordinator || d.Limits[0].Remaining != 0 || d.RetryAfter <= 0 {
+		t.Fatalf("denial: %+v", d)
+	}
+	// The denial is remembered for a limit of at most 2: the same again
+	// is denied here; a larger stated limit on the same pair goes to the
+	// coordinator again.
+	if err := l.Check(at(1), req, &d); err != nil || d.Coordinate || d.Allowed {
+		t.Fatalf("the denied limit again: %+v, %v; want denied here (remembered)", d, err)
+	}
+	big := Request{Key: "x", Hits: 1, Limit: &LimitSpec{Limit: 10, Window: time.Second}}
+	if a := ask(big, 3); !a.Allowed || a.Results[0].Limit != 10 {
+		t.Fatalf("a larger limit after the denial: %+v, want granted with 10", a)
+	}
+	// No answer in time: the budget decides.
+	other := Request{Key: "y", Hits: 1, Limit: &LimitSpec{Limit: 2, Window: time.Second}}
+	if err := l.Check(at(0), other, &d); err != nil || !d.Coordinate {
+		t.Fatalf("Check of y: %+v %v", d, err)
+	}
+	if err := l.Complete(at(0), other, Answer{}, &d); err != nil || !d.Allowed || d.Decided != DecidedInFallback || d.Rule != OverrideRule {
+		t.Fatalf("no answer: %+v %v; want allowed by the budget", d, err)
 	}
 }
 

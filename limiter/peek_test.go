@@ -165,7 +165,8 @@ func TestCheckPeekAgreesWithCheck(t *testing.T) {
 
 // TestPeekIsNeverCoordinated checks, in a coordinated cluster where every
 // check at the margin asks the coordinator, that a peek decides here, and
-// that PrepareAsk and Complete refuse peeks and overrides.
+// that PrepareAsk and Complete refuse peeks (with or without a limit
+// override: overrides themselves are coordinated, TestOverrideInCoordinatedCluster).
 func TestPeekIsNeverCoordinated(t *testing.T) {
 	_, l := coordinatedNode(t, "a")
 	var d Decision
@@ -178,7 +179,7 @@ func TestPeekIsNeverCoordinated(t *testing.T) {
 		}
 	}
 	spec := &LimitSpec{Limit: 5, Window: time.Second}
-	for _, req := range []Request{{Key: "x", Hits: 1, Peek: true}, {Key: "x", Hits: 1, Limit: spec}} {
+	for _, req := range []Request{{Key: "x", Hits: 1, Peek: true}, {Key: "x", Hits: 1, Peek: true, Limit: spec}} {
 		var ask counter.Ask
 		if err := l.PrepareAsk(at(0), req, &ask); err == nil {
 			t.Errorf("PrepareAsk(%+v) = nil error, want a refusal", req)

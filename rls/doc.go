@@ -16,8 +16,11 @@
 //   - the domain has no configuration here: OK, no current_limit, nothing
 //     counted (an unknown domain is not an error, as upstream);
 //   - the descriptor carries a limit override (Envoy's
-//     RateLimitDescriptor.limit): it is decided against that limit alone,
-//     counted under the descriptor's key (envoyrules.CountKey);
+//     RateLimitDescriptor.limit): it is decided against that limit alone
+//     (limiter.Request.Limit), counted under the descriptor's key
+//     (envoyrules.CountKey), and in a cluster put to the key's
+//     coordinator at the margin like a limit of the file, the ask stating
+//     the override's limit (limiter, "Limit overrides");
 //   - otherwise the configuration's node that governs it (envoyrules
 //     Config.Match): none, or a node without rate_limit, is OK with no
 //     current_limit; an unlimited one is OK with limit_remaining

@@ -23,19 +23,27 @@ const (
 )
 
 // coordVersion is the version of the coordination messages this node
-// sends. Version 3 added leases: an ask's Want and an answer's Leases.
-// A receiver decodes versions 2 and 3 (a version 2 ask wants no lease)
-// and answers an ask in the ask's version, so a node of version 2 still
-// gets its answers; it drops the version 3 asks and answers of newer
-// nodes (doc.go, "Wire format and versions").
-const coordVersion = 3
+// sends when it needs it. Version 3 added leases: an ask's Want and an
+// answer's Leases. Version 4 adds the max an ask states per limit
+// (counter.Ask.Max: a limit the caller stated, a family's), and is sent
+// only for an ask that states one: an ask that states none is encoded as
+// version 3, byte for byte, so that a version 3 coordinator decides it,
+// and a release is always version 3 (its layout is unchanged). A receiver
+// decodes versions 2 to 4 and answers an ask in the ask's version, so a
+// node of version 2 or 3 still gets its answers; a version 3 node drops
+// the version 4 asks of newer nodes (doc.go, "Wire format and versions").
+const coordVersion = 4
+
+// coordVersionLeases is the last version without stated maxes: what an
+// ask that states none, and every release, is sent as.
+const coordVersionLeases = 3
 
 // coordVersionNoLeases is the last version without leases.
 const coordVersionNoLeases = 2
 
 // knownCoordVersion reports whether v is a coordination version this node decodes.
 func knownCoordVersion(v uint8) bool {
-	return v == coordVersion || v == coordVersionNoLeases
+	return v >= coordVersionNoLeases && v <= coordVersion
 }
 
 // Answer status values.
@@ -45,8 +53,17 @@ const (
 )
 
 // askMsg is an ask's msgpack body: counter.Ask in columns, the entries'
-// limits as indexes into Limits.
+// limits as indexes into Limits. Version 4 appends the stated maxes to a
+// version 3 body (askV3, inlined: the array is one flat list of fields).
 type askMsg struct {
+	_struct struct{} `codec:",toarray"` //nolint:unused
+	askV3
+	Max []int64 // counter.Ask.Max, parallel to Limits; version 4
+}
+
+// askV3 is a version 3 ask (version 2 without Want and Gen): what an ask
+// that states no max is sent as.
+type askV3 struct {
 	_struct     struct{} `codec:",toarray"` //nolint:unused
 	Version     uint8
 	From        string
@@ -67,7 +84,9 @@ type askMsg struct {
 
 // answerMsg is an answer's body: the decision and the coordinator's view
 // of each limit, in ask order. Version 3 appends the leases to a version
-// 2 body (answerV2, inlined: the array is one flat list of fields).
+// 2 body (answerV2, inlined: the array is one flat list of fields);
+// version 4 is version 3's layout (an answer's Max was always the max
+// decided with).
 type answerMsg struct {
 	_struct struct{} `codec:",toarray"` //nolint:unused
 	answerV2
@@ -147,8 +166,10 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 	return nil
 }
 
+// encodeAsk encodes a as version 4 if it states a max (counter.Ask.Max),
+// else as version 3.
 func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	m := askMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want, Gen: a.Gen}
+	m := askMsg{askV3: askV3{Version: coordVersionLeases, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want, Gen: a.Gen}}
 	for _, p := range a.Preds {
 		m.PredStarts = append(m.PredStarts, p.Start)
 		m.PredAfters = append(m.PredAfters, p.After)
@@ -162,7 +183,25 @@ func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a 
 		m.EntryStarts = append(m.EntryStarts, e.Start)
 		m.EntryCounts = append(m.EntryCounts, e.Count)
 	}
+	if !statesMax(a) {
+		return encodeBody(h, kindAsk, &m.askV3)
+	}
+	if len(a.Max) != len(a.Limits) {
+		return nil, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
+	}
+	m.Version, m.Max = coordVersion, a.Max
 	return encodeBody(h, kindAsk, &m)
+}
+
+// statesMax reports whether a states a max for one of its limits: only
+// then is it sent as version 4.
+func statesMax(a *counter.Ask) bool {
+	for _, m := range a.Max {
+		if m != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func indexOf(ss []string, s string) int {
@@ -183,9 +222,11 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 	}
 	switch {
 	case !knownCoordVersion(m.Version):
-		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
+		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.Version == coordVersionNoLeases && (m.Want != 0 || m.Gen != 0), m.Want < 0 || m.Want > counter.MaxLimit:
 		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
+	case m.Version < coordVersion && len(m.Max) != 0, m.Version == coordVersion && len(m.Max) != len(m.Limits):
+		return "", 0, 0, 0, fmt.Errorf("%w: %d maxes for %d limits in a version %d ask", ErrMalformed, len(m.Max), len(m.Limits), m.Version)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return "", 0, 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
 	case m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
@@ -204,7 +245,12 @@ func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.As
 			return "", 0, 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
 		}
 	}
-	a.Key, a.Hits, a.Limits, a.Settled, a.Want, a.Gen = m.Key, m.Hits, m.Limits, m.Settled, m.Want, m.Gen
+	for _, x := range m.Max {
+		if x < 0 || x > counter.MaxLimit {
+			return "", 0, 0, 0, fmt.Errorf("%w: stated max %d", ErrMalformed, x)
+		}
+	}
+	a.Key, a.Hits, a.Limits, a.Settled, a.Want, a.Gen, a.Max = m.Key, m.Hits, m.Limits, m.Settled, m.Want, m.Gen, m.Max
 	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
 	for i := range m.Limits {
 		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
@@ -247,8 +293,8 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	n := len(m.Counts)
 	switch {
 	case !knownCoordVersion(m.Version):
-		return Answer{}, fmt.Errorf("%w: answer version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
-	case m.Version == coordVersion && len(m.Leases) != n, m.Version == coordVersionNoLeases && (len(m.Leases) != 0 || m.LeaseGen != 0):
+		return Answer{}, fmt.Errorf("%w: answer version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
+	case m.Version > coordVersionNoLeases && len(m.Leases) != n, m.Version == coordVersionNoLeases && (len(m.Leases) != 0 || m.LeaseGen != 0):
 		return Answer{}, fmt.Errorf("%w: %d leases for %d limits in a version %d answer", ErrMalformed, len(m.Leases), n, m.Version)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
@@ -284,8 +330,10 @@ func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, e
 	return a, nil
 }
 
+// encodeRelease encodes a release as version 3, whatever the ask's: its
+// layout is unchanged since, and a version 3 coordinator decodes it.
 func encodeRelease(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	return encodeBody(h, kindRelease, &releaseMsg{Version: coordVersion, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Limits: a.Limits})
+	return encodeBody(h, kindRelease, &releaseMsg{Version: coordVersionLeases, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Limits: a.Limits})
 }
 
 func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseMsg, error) {
@@ -295,7 +343,7 @@ func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseM
 	}
 	switch {
 	case !knownCoordVersion(m.Version):
-		return m, fmt.Errorf("%w: release version %d, want %d or %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
+		return m, fmt.Errorf("%w: release version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.From == "" || len(m.From) > lim.MaxNameBytes || m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
 		return m, fmt.Errorf("%w: release names out of bounds", ErrMalformed)
 	case len(m.Limits) > counter.MaxLimitsPerCall:

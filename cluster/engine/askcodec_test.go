@@ -36,8 +36,19 @@ func goldenResults() []counter.Result {
 	}
 }
 
+// goldenAskV4 is goldenAsk with a stated max for its first limit (a
+// family's, counter.Family): a version 4 ask.
+func goldenAskV4() *counter.Ask {
+	a := goldenAsk()
+	a.Max = []int64{25, 0}
+	return a
+}
+
 // TestCoordinationGoldens pins the bytes of the ask, answer and release
-// messages at coordVersion, as TestWireGoldens does for the sync kinds.
+// messages, as TestWireGoldens does for the sync kinds: ask, answer and
+// release at version 3 (an ask that states no max is version 3, byte for
+// byte as before version 4, and so is every release), ask_v4 and
+// answer_v4 at coordVersion.
 func TestCoordinationGoldens(t *testing.T) {
 	h := newHandle(1024)
 	sent := time.UnixMilli(1_800_000_000_123)
@@ -45,15 +56,23 @@ func TestCoordinationGoldens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
+	ans, err := encodeAnswer(h, coordVersionLeases, "k", sent, 42, answerDecided, false, goldenResults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := encodeRelease(h, "n1", sent, 42, goldenAsk())
+	rel, err := encodeRelease(h, "n1", sent, 42, goldenAskV4())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel} {
+	askV4, err := encodeAsk(h, "n1", sent, 42, goldenAskV4())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ansV4, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel, "ask_v4": askV4, "answer_v4": ansV4} {
 		t.Run(name, func(t *testing.T) { checkWireGolden(t, name, got) })
 	}
 }
@@ -140,9 +159,11 @@ func FuzzDecodeCoordination(f *testing.F) {
 	ask, _ := encodeAsk(h, "n1", sent, 42, goldenAsk())
 	ans, _ := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, true, goldenResults())
 	rel, _ := encodeRelease(h, "n1", sent, 42, goldenAsk())
+	askV4, _ := encodeAsk(h, "n1", sent, 42, goldenAskV4())
 	f.Add(ask)
 	f.Add(ans)
 	f.Add(rel)
+	f.Add(askV4)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return

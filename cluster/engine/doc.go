@@ -196,11 +196,12 @@
 // Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
 // answer, 'R' release) and a msgpack array whose first field is the
-// version: wireVersion, 1, for the sync kinds, and coordVersion, 3, for
-// the coordination kinds (2 before leases). The bytes of each kind are
-// pinned by goldens under testdata/wire (go test -update rewrites them),
-// so that a change of the format is deliberate; ask_v2 and answer_v2 pin
-// the version 2 coordination messages.
+// version: wireVersion, 1, for the sync kinds, and coordVersion, 4, for
+// the coordination kinds that need it (3 before stated maxes, 2 before
+// leases). The bytes of each kind are pinned by goldens under
+// testdata/wire (go test -update rewrites them), so that a change of the
+// format is deliberate: ask, answer and release are version 3, ask_v4
+// and answer_v4 version 4, ask_v2 and answer_v2 version 2.
 //
 // The sync kinds are written and read by a small msgpack writer and reader
 // for their one schema (msgpack.go), not by go-msgpack's reflection: the
@@ -221,6 +222,22 @@
 //     misses the node fails the version 2 coordinator over (Failover) to
 //     the key's next node, until the version 2 node is heard from again
 //     (its next heartbeat). Leases exist only between version 3 nodes.
+//   - Coordination, 3 and 4: version 4 adds the max an ask states per
+//     limit (counter.Ask.Max: a limit the caller stated, such as an Envoy
+//     override or /check's limit and window, which no registration
+//     holds). An ask that states none is encoded as version 3, byte for
+//     byte (the ask golden), and a release is version 3 always, so a
+//     version 3 coordinator decides every check of a rule as before. An
+//     ask that states a max is version 4, which a version 3 node drops
+//     (an unknown version: counted in VersionMismatches, ErrVersion): the
+//     asker gets no answer and decides alone with the per-node budget
+//     after the deadline (counter.AllowFallback), which is how every
+//     stated limit was decided before version 4. So while a version 3
+//     node coordinates a key, the key's stated limits keep the budget's
+//     bound, L + N·f + N·T (package counter), not the coordinated one,
+//     and its misses fail it over as for version 2 above; between version
+//     4 nodes both bounds hold for them as for a rule's. A version 4
+//     node answers each ask in its version.
 //   - Coordination, 1 and later: a version 1 node drops every
 //     coordination kind (unknown kinds), so the keys it coordinates get
 //     no answers, and it never asks, deciding alone with the budget.

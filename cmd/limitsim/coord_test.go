@@ -279,6 +279,57 @@ func TestCoordinatedLossyNetwork(t *testing.T) {
 	}
 }
 
+// TestCoordinatedStatedLimitAgainstOracle is TestCoordinatedPropertyAgainstOracle
+// and TestCoordinatedLossyNetwork for limits the checks state (Envoy's
+// overrides, /check's limit and window): each node registers the
+// (window, slices) pair at its own first check, learning it from its
+// peers' messages and asks before that, and the asks carry the limit
+// (coordination version 4). On a healthy network no check is decided by
+// the budget, none is falsely rejected and no window holds more than 1.1
+// x the limit; on a lossy one the checks decided here or by the
+// coordinator stay exact but for an orphan grant.
+func TestCoordinatedStatedLimitAgainstOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20260730, 19))
+	runs := coordRuns(t)
+	var coordinated, rejected int
+	kind := 0
+	for _, cl := range coordLimits() {
+		for _, lat := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond} {
+			for run := range runs {
+				n := 2 + rng.IntN(7)
+				sc := coordSim(cl, n, lat)
+				sc.stated, sc.dup = true, run%2 == 1
+				p := coordPattern(rng, kind, cl.limit, cl.window.Milliseconds(), sc.sync.Milliseconds(), n)
+				kind++
+				r := runHits(t, sc, p)
+				name := fmt.Sprintf("stated %d/%v on %d nodes, latency %v, dup %t, %s", cl.limit, cl.window, n, lat, sc.dup, p.name)
+				if r.falseExact != 0 || r.falseBudget != 0 {
+					t.Errorf("%s: %d false rejections decided exactly, %d by the budget (NFR2)", name, r.falseExact, r.falseBudget)
+				}
+				if r.fallb != 0 {
+					t.Errorf("%s: %d fallbacks, every answer should come in time", name, r.fallb)
+				}
+				if float64(r.maxInWindow) > nfr1Ratio*float64(cl.limit) {
+					t.Errorf("%s: %d admitted in a window, NFR1 allows %g", name, r.maxInWindow, nfr1Ratio*float64(cl.limit))
+				}
+				coordinated += r.coordinator
+				rejected += r.rejected
+			}
+		}
+		sc := coordSim(cl, 2+rng.IntN(7), time.Millisecond)
+		sc.stated, sc.loss, sc.reorder, sc.netSeed, sc.dup = true, 0.2, 3*time.Millisecond, uint64(kind), true
+		p := coordPattern(rng, kind, cl.limit, cl.window.Milliseconds(), sc.sync.Milliseconds(), sc.nodes)
+		kind += 3
+		if r := runHits(t, sc, p); r.falseExact != r.falseOrphaned {
+			t.Errorf("stated %d/%v on %d nodes, loss 0.2, %s: %d false rejections decided here or by the coordinator, %d of them while an orphan counted (NFR2)",
+				cl.limit, cl.window, sc.nodes, p.name, r.falseExact, r.falseOrphaned)
+		}
+	}
+	if coordinated == 0 || rejected == 0 {
+		t.Errorf("%d checks went to the coordinator and %d were rejected: the patterns miss the margin", coordinated, rejected)
+	}
+}
+
 // TestCoordinatedDeadlineFallsBack: with the production deadline (5 ms), a
 // latency whose round trip exceeds it leaves every check at the margin
 // that is not on the key's coordinator to the budget, and with a deadline

@@ -76,6 +76,12 @@ type simConfig struct {
 	// at the same true instant: with skew, the ticks are then as far apart
 	// as the clocks (modulo the interval). stagger adds to it.
 	clockTicks bool
+	// stated makes every check state its limit (limiter.Request.Limit, as
+	// Envoy's overrides and /check's limit and window do) instead of
+	// naming the rule: the same limit, window and slices, counted apart
+	// from the rule, each node registering the pair at its own first such
+	// check and learning it from its peers before that.
+	stated bool
 	// everyTick ticks every node at every sync instant, as limiterd does,
 	// instead of only at the ticks where its engine has work: after a
 	// change, and where anti-entropy is due (Engine.NextAntiEntropy).
@@ -391,7 +397,11 @@ func (s *simCluster) checkN(at int64, key string, node int, hits int64, d *limit
 	n := s.nodes[node]
 	s.now = at
 	s.lostGrant = orphan{}
-	if err := n.dec.Decide(context.Background(), limiter.Request{Key: key, Hits: hits}, &n.res); err != nil {
+	req := limiter.Request{Key: key, Hits: hits}
+	if s.cfg.stated {
+		req.Limit = &limiter.LimitSpec{Limit: s.cfg.limit, Window: s.cfg.window, Slices: s.cfg.slices}
+	}
+	if err := n.dec.Decide(context.Background(), req, &n.res); err != nil {
 		return err // bad input (the key, the hits): the trace's fault, not the node's
 	}
 	if n.res.Internal {
