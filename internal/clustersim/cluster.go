@@ -150,7 +150,7 @@ type Cluster struct {
 	lostGrant orphan
 	orphans   []orphan
 	stats     Stats
-	rng       *rand.Rand             // the network's randomness: loss and reordering
+	rng       *rand.Rand              // the network's randomness: loss and reordering
 	cut       func(from, to int) bool // a partition: nil, nothing cut
 	byName    map[string]int
 
