@@ -9,13 +9,21 @@ import (
 	"github.com/limiterd/limiterd/internal/burst"
 )
 
-// TestDupChangesNoDecision: a second, late copy of every message is a
+// TestDupChangesNoDecisionShort is TestDupChangesNoDecision
+// (dup_full_test.go) on 20 s of bursts, which the race detector runs too.
+func TestDupChangesNoDecisionShort(t *testing.T) {
+	checkDupChangesNoDecision(t, 20_000)
+}
+
+// checkDupChangesNoDecision: a second, late copy of every message is a
 // no-op for the merge (counts are absolute, merged by max), so every
-// decision is the same with it as without it, budget or not.
-func TestDupChangesNoDecision(t *testing.T) {
+// decision on durationMs of random bursts is the same with it as without
+// it, budget or not.
+func checkDupChangesNoDecision(t *testing.T, durationMs int64) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 1))
 	var trace []byte
-	for i, at := range burst.RandomBursty(rng, 80_000) {
+	for i, at := range burst.RandomBursty(rng, durationMs) {
 		trace = fmt.Appendf(trace, "%d k%d\n", at, i%3)
 	}
 	for _, args := range [][]string{

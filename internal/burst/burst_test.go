@@ -138,33 +138,62 @@ func checkBurst(t *testing.T, p Plan, br Results) {
 	}
 }
 
-func TestBurstQuickGolden(t *testing.T) {
+// shortBurstPlan is quickBurstPlan over 20 s, with two rates: every table
+// of limitsim burst, small enough for the race detector.
+func shortBurstPlan() Plan {
 	p := quickBurstPlan()
+	p.DurationMs = 20_000
+	p.Rates = []float64{10, 300}
+	p.Patterns = CompliantPatterns(p.DurationMs)
+	return p
+}
+
+// TestBurstShort is TestBurstQuickGolden (burst_full_test.go) on the short
+// plan, which the race detector runs too.
+func TestBurstShort(t *testing.T) {
+	p := shortBurstPlan()
 	br, out := runPlan(t, p)
 	checkBurst(t, p, br)
-	checkGolden(t, "burst_quick.golden", out)
-	// Floor 1 on the latency chain with 1 ms latency: the hole the delivery
-	// grace leaves (docs/blind-interval.md, "Latency"). Pinned so that a fix
-	// shows up here.
+	checkGolden(t, "burst_short.golden", out)
+	checkLatencyChainHole(t, p, br)
+}
+
+// checkLatencyChainHole pins floor 1 on the latency chain with 1 ms
+// latency: the hole the delivery grace leaves (docs/blind-interval.md,
+// "Latency"), so that a fix shows up here. p's second latency is 1 ms.
+func checkLatencyChainHole(t *testing.T, p Plan, br Results) {
+	t.Helper()
 	if got := br.Latency[len(VariedSettings())+1][len(p.LatencyRates)+1].MaxInWindow; got != 780 {
 		t.Errorf("latency chain, 1 ms latency, floor 1: %d admitted, want 780", got)
 	}
 }
 
-// TestBurstDeterministic runs the quick plan twice: scheduling of the
-// parallel runs must not show in the output.
-func TestBurstDeterministic(t *testing.T) {
-	p := quickBurstPlan()
-	p.DurationMs = seedstudy.WindowMs
+// deterministicPlan is p cut down to one rate and one value of each varied
+// dimension past the first, over durationMs.
+func deterministicPlan(p Plan, durationMs int64) Plan {
+	p.DurationMs = durationMs
 	p.Patterns = CompliantPatterns(p.DurationMs)[2:4]
 	p.StaggerPatterns, p.SkewPatterns = []int{1}, []int{0, 1}
 	p.Rates, p.Staggers, p.Skews, p.Latencies = []float64{90}, p.Staggers[1:], p.Skews[1:], p.Latencies[1:]
 	p.StaggerRates, p.LatencyRates = []float64{90}, []float64{90}
+	return p
+}
+
+// checkDeterministic runs p twice: scheduling of the parallel runs must
+// not show in the output.
+func checkDeterministic(t *testing.T, p Plan) {
+	t.Helper()
 	_, a := runPlan(t, p)
 	_, b := runPlan(t, p)
 	if !bytes.Equal(a, b) {
 		t.Errorf("two runs differ:\n%s\n---\n%s", a, b)
 	}
+}
+
+// TestBurstDeterministicShort is TestBurstDeterministic
+// (burst_full_test.go) over 20 s, which the race detector runs too.
+func TestBurstDeterministicShort(t *testing.T) {
+	checkDeterministic(t, deterministicPlan(quickBurstPlan(), 20_000))
 }
 
 // TestClusterBoundRandom checks the derived bound on adversarial patterns,

@@ -198,20 +198,34 @@ func coordSim(cl coordLimit, n int, lat time.Duration) clustersim.Config {
 	return sc
 }
 
-// TestCoordinatedPropertyAgainstOracle is both halves of the coordinated
-// design on the cluster engine, against the exact oracle: random and
-// adversarial patterns, every limit on 2 to 8 nodes, latencies of 0 to 50
-// ms, with duplicated sync messages on every other run. No check decided
-// here or by the coordinator is rejected while fewer than limit - hits + 1
-// were accepted in the window before it (NFR2), and no window-long
-// interval holds more than 1.1 x the limit (NFR1).
-func TestCoordinatedPropertyAgainstOracle(t *testing.T) {
+// coordLatencies are the latencies the property test runs.
+func coordLatencies() []time.Duration {
+	return []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond}
+}
+
+// TestCoordinatedPropertyAgainstOracleShort is
+// TestCoordinatedPropertyAgainstOracle (coord_full_test.go) on two limits
+// and two latencies, which the race detector runs too.
+func TestCoordinatedPropertyAgainstOracleShort(t *testing.T) {
+	ls, lats := coordLimits(), coordLatencies()
+	checkPropertyAgainstOracle(t, []coordLimit{ls[0], ls[2]}, []time.Duration{lats[1], lats[3]})
+}
+
+// checkPropertyAgainstOracle is both halves of the coordinated design on
+// the cluster engine, against the exact oracle: random and adversarial
+// patterns, each of limits on 2 to 8 nodes, each of latencies, with
+// duplicated sync messages on every other run. No check decided here or
+// by the coordinator is rejected while fewer than limit - hits + 1 were
+// accepted in the window before it (NFR2), and no window-long interval
+// holds more than 1.1 x the limit (NFR1).
+func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []time.Duration) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(20260730, 11))
 	runs := coordRuns(t)
 	var coordinated, rejected int
 	kind := 0
-	for _, cl := range coordLimits() {
-		for _, lat := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond} {
+	for _, cl := range limits {
+		for _, lat := range latencies {
 			for run := range 2 * runs {
 				n := 2 + rng.IntN(7)
 				sc := coordSim(cl, n, lat)
@@ -243,16 +257,24 @@ func TestCoordinatedPropertyAgainstOracle(t *testing.T) {
 	}
 }
 
-// TestCoordinatedLossyNetwork: with sync messages, asks, answers and
-// releases lost at random (and reordered), the checks that got no answer
-// fall back to the budget, which is not exact: they are counted apart, and
-// the ones decided here or by the coordinator stay exact.
-func TestCoordinatedLossyNetwork(t *testing.T) {
+// TestCoordinatedLossyNetworkShort is TestCoordinatedLossyNetwork
+// (coord_full_test.go) on the two smaller limits, which the race detector
+// runs too.
+func TestCoordinatedLossyNetworkShort(t *testing.T) {
+	checkLossyNetwork(t, coordLimits()[:2])
+}
+
+// checkLossyNetwork: with sync messages, asks, answers and releases lost
+// at random (and reordered), the checks that got no answer fall back to
+// the budget, which is not exact: they are counted apart, and the ones
+// decided here or by the coordinator stay exact.
+func checkLossyNetwork(t *testing.T, limits []coordLimit) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(20260730, 12))
 	runs := coordRuns(t)
 	var fallbacks int
 	kind := 0
-	for _, cl := range coordLimits() {
+	for _, cl := range limits {
 		for run := range runs {
 			n := 2 + rng.IntN(7)
 			sc := coordSim(cl, n, time.Millisecond)

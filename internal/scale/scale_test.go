@@ -160,18 +160,27 @@ func TestScaleWarmupOnlyNode0Receives(t *testing.T) {
 	}
 }
 
-// TestScaleAccuracyUnaffectedByLoad justifies running the accuracy clients
+// TestScaleAccuracyUnaffectedByLoadShort is
+// TestScaleAccuracyUnaffectedByLoad (scale_full_test.go) with clients of
+// one window instead of three, which the race detector runs too.
+func TestScaleAccuracyUnaffectedByLoadShort(t *testing.T) {
+	checkAccuracyUnaffectedByLoad(t, seedstudy.WindowMs)
+}
+
+// checkAccuracyUnaffectedByLoad justifies running the accuracy clients
 // alone: on the simulated cluster (ticks at one instant, no latency, no
 // loss) the other keys' traffic and the anti-entropy cannot change a
-// key's decisions, so the clients decide the same inside the load.
-func TestScaleAccuracyUnaffectedByLoad(t *testing.T) {
+// key's decisions, so the clients, for accMs, decide the same inside the
+// load.
+func checkAccuracyUnaffectedByLoad(t *testing.T, accMs int64) {
+	t.Helper()
 	cfg := quickScaleConfig()
-	cfg.Warmup, cfg.Seconds = 0, AccuracyMs/1000
+	cfg.Warmup, cfg.Seconds = 0, accMs/1000
 	const n = 4
 	sc := clustersim.BudgetConfig()
 	sc.Nodes = n
 	for _, rate := range []int64{HotRate, CompliantRate} {
-		at := clustersim.SteadyAt(float64(rate), AccuracyMs)
+		at := clustersim.SteadyAt(float64(rate), accMs)
 		alone, err := clustersim.RunClient(sc, at, clustersim.LCGNodes(cfg.Seed, n))
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 )
 
 // quickPlotPlan has every chart of limitsim seed --plot with a small
-// client-rate sweep, so that it runs under the race detector too.
+// client-rate sweep.
 func quickPlotPlan() Plan {
 	p := DefaultPlan()
 	p.ClientRates = []float64{10, 300}
@@ -24,10 +24,19 @@ func quickPlotPlan() Plan {
 	return p
 }
 
-// quickPlots builds the quick plan once per test.
-func quickPlots(t *testing.T) map[string]File {
+// shortPlotPlan is quickPlotPlan with two sync intervals and one client
+// rate over 20 s, small enough for the race detector.
+func shortPlotPlan() Plan {
+	p := quickPlotPlan()
+	p.SyncIntervals = []float64{0.2, 5}
+	p.ClientRates, p.ClientDurationMs = []float64{10}, 20_000
+	return p
+}
+
+// buildPlots builds p's charts, by name.
+func buildPlots(t *testing.T, p Plan) map[string]File {
 	t.Helper()
-	files, err := Build(quickPlotPlan())
+	files, err := Build(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,26 +130,30 @@ func TestWindowChartsMatchTable(t *testing.T) {
 	}
 }
 
-// TestPlots builds the quick plan's charts once (the cluster charts are
-// slow under the race detector) and checks them in subtests.
-func TestPlots(t *testing.T) {
-	plots := quickPlots(t)
+// TestPlotsShort is TestPlots (plot_full_test.go) on the short plan, with
+// the window chart alone compared byte for byte, which the race detector
+// runs too.
+func TestPlotsShort(t *testing.T) {
+	checkPlots(t, shortPlotPlan(), []string{"window-slice-end.svg"})
+}
+
+// checkPlots builds p's charts once (the cluster charts are slow under
+// the race detector) and checks them in subtests, goldens byte for byte.
+func checkPlots(t *testing.T, p Plan, goldens []string) {
+	plots := buildPlots(t, p)
 	t.Run("structure", func(t *testing.T) { checkPlotsStructure(t, plots) })
 	// The bytes must not depend on scheduling (the client-rate runs are
 	// parallel) or map order.
 	t.Run("deterministic", func(t *testing.T) {
-		again := quickPlots(t)
+		again := buildPlots(t, p)
 		for name, f := range plots {
 			if !bytes.Equal(f.Chart.SVG(), again[name].Chart.SVG()) {
 				t.Errorf("%s differs between two builds", name)
 			}
 		}
 	})
-	// Two charts byte for byte: a window chart and the sync-interval chart
-	// (the full client-rate chart is pinned by cmd/limitsim's TestDocsImages,
-	// without the race detector).
 	t.Run("golden", func(t *testing.T) {
-		for _, name := range []string{"window-slice-end.svg", "cluster-sync-interval.svg"} {
+		for _, name := range goldens {
 			checkGolden(t, name, plots[name].Chart.SVG())
 		}
 	})
