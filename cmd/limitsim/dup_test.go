@@ -10,9 +10,9 @@ import (
 )
 
 // TestDupChangesNoDecisionShort is TestDupChangesNoDecision
-// (dup_full_test.go) on 20 s of bursts, which the race detector runs too.
+// (dup_full_test.go) on 10 s of bursts, which the race detector runs too.
 func TestDupChangesNoDecisionShort(t *testing.T) {
-	checkDupChangesNoDecision(t, 20_000)
+	checkDupChangesNoDecision(t, 10_000)
 }
 
 // checkDupChangesNoDecision: a second, late copy of every message is a

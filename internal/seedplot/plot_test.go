@@ -24,11 +24,11 @@ func quickPlotPlan() Plan {
 	return p
 }
 
-// shortPlotPlan is quickPlotPlan with two sync intervals and one client
-// rate over 20 s, small enough for the race detector.
+// shortPlotPlan is quickPlotPlan with two sync intervals at 10/s and one
+// client rate over 20 s, small enough for the race detector.
 func shortPlotPlan() Plan {
 	p := quickPlotPlan()
-	p.SyncIntervals = []float64{0.2, 5}
+	p.SyncIntervals, p.SyncRate = []float64{0.2, 5}, 10
 	p.ClientRates, p.ClientDurationMs = []float64{10}, 20_000
 	return p
 }
