@@ -136,7 +136,7 @@ Flags:
 	var run func(io.Reader, io.Writer) error
 	if rules != "" {
 		if cfg.Sim.Nodes > 0 {
-			if err := replay.CheckCluster(cfg); err != nil {
+			if err := cfg.Validate(); err != nil {
 				return usageError(fs, stderr, "%v", err)
 			}
 		}
@@ -160,7 +160,7 @@ Flags:
 	} else {
 		// Build a throw-away cluster first so that a bad setting is a usage
 		// error, not a runtime one.
-		if err := replay.CheckCluster(cfg); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return usageError(fs, stderr, "%v", err)
 		}
 		run = func(r io.Reader, w io.Writer) error {

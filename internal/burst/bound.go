@@ -6,9 +6,9 @@ import (
 	"github.com/limiterd/limiterd/internal/clustersim"
 )
 
-// The bound's terms as the nodes' counters derive them, re-derived here
-// from the configuration with the counter's tolerance and tail share.
-// (One pure bound function in package counter is to replace these.)
+// The bound and its terms, derived from a simulated cluster's
+// configuration as the nodes' counters derive them; together in this file
+// so that one function of package counter can take their place.
 
 // GraceMs is the delivery grace in ms, as counter/cluster.go computes it.
 func GraceMs(sc clustersim.Config) int64 {

@@ -30,10 +30,15 @@ func simConfig(cfg Config) clustersim.Config {
 	return sc
 }
 
-// CheckCluster builds the cluster cfg describes and drops it: the
-// counter, limiter and simulator validate every setting, so that a bad
-// one can be reported before the trace is read.
-func CheckCluster(cfg Config) error {
+// Validate builds what cfg describes and drops it: the counter's limit on
+// one node, or with Sim.Nodes > 0 the simulated cluster, whose counter,
+// limiter and simulator check every setting. A caller reports a bad
+// setting before reading the trace.
+func (cfg Config) Validate() error {
+	if cfg.Sim.Nodes == 0 {
+		_, err := New(cfg)
+		return err
+	}
 	_, err := clustersim.New(simConfig(cfg))
 	return err
 }
