@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/limiterd/limiterd/cluster/engine"
@@ -98,10 +99,10 @@ func (s *Cluster) deliverAt(at int64) error {
 	for len(s.queue) > 0 && s.queue[0].at == at {
 		s.batch = append(s.batch, heap.Pop(&s.queue).(delivery))
 	}
-	s.results = append(s.results[:0], make([]received, len(s.batch))...)
+	s.results = zeroed(s.results, len(s.batch))
 	// The batch's indexes grouped by receiver, each group in send order:
 	// receiver to's are order[first[to]:first[to+1]].
-	s.first = append(s.first[:0], make([]int, len(s.nodes)+1)...)
+	s.first = zeroed(s.first, len(s.nodes)+1)
 	for _, d := range s.batch {
 		s.first[d.to+1]++
 	}
@@ -112,7 +113,7 @@ func (s *Cluster) deliverAt(at int64) error {
 		}
 		s.first[to+1] += s.first[to]
 	}
-	s.order = append(s.order[:0], make([]int, len(s.batch))...)
+	s.order = zeroed(s.order, len(s.batch))
 	s.next = append(s.next[:0], s.first...)
 	for j, d := range s.batch {
 		s.order[s.next[d.to]] = j
@@ -145,6 +146,13 @@ func (s *Cluster) deliverAt(at int64) error {
 		s.sendAll(d.at, d.to, r.out)
 	}
 	return nil
+}
+
+// zeroed returns b resized to n zero values, reusing its array.
+func zeroed[T any](b []T, n int) []T {
+	b = slices.Grow(b[:0], n)[:n]
+	clear(b)
+	return b
 }
 
 // each runs f for every node index of idx: on the calling goroutine, or
