@@ -35,9 +35,15 @@ vet: ## go vet
 # minutes beside the others on two cores: past go test's 10-minute default.
 FIGURES := $(CURDIR)/$(BIN)/fault-figures.txt
 
-race: ## go test -race over every package; prints the fault tests' figures
+# The packages whose long deterministic simulations are built without the
+# race detector (their full-size tests are in //go:build !race files; a
+# short version of each runs under it): race runs them again without it.
+SIM_PKGS := ./cmd/limitsim ./internal/burst ./internal/scale ./internal/seedplot
+
+race: ## go test -race over every package, then the simulations at full size without it; prints the fault tests' figures
 	@mkdir -p $(BIN) && rm -f $(FIGURES)
 	LIMITERD_FIGURES=$(FIGURES) $(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -count=1 $(SIM_PKGS)
 	@if [ -s $(FIGURES) ]; then echo "== fault tests (docs/faults.md)"; cat $(FIGURES); fi
 
 k8s-check: ## check deploy/kubernetes against the Kubernetes API types (a module of its own)

@@ -1,8 +1,8 @@
 // Command limitsim runs the seed design study's experiments
 // (seeds/000_3c268723d32e1f47.txt, "Reference measurements" in SPEC.md) on
-// limiterd's own code. Everything runs on a simulated clock: instants are
-// integers of milliseconds handed to the counter as time.UnixMilli(ms), so
-// every run is deterministic and takes no real time.
+// limiterd's own code. Everything runs on a simulated clock and, for the
+// cluster, a simulated network: every run is deterministic and takes no
+// real time.
 //
 // Usage:
 //
@@ -18,294 +18,28 @@
 //
 // "limitsim -h" and "limitsim COMMAND -h" explain every flag. Help goes to
 // standard output; errors go to standard error. The exit status is 0 on
-// success, 1 for a runtime error (an unreadable or malformed trace) and 2
-// for a usage error (an unknown command or flag, an invalid limit). An
-// invalid rule file (replay --rules) is a runtime error.
+// success, 1 for a runtime error (an unreadable or malformed trace, an
+// invalid rule file) and 2 for a usage error (an unknown command or flag,
+// an invalid limit).
 //
-// # seed
+// The commands are wiring and output; the experiments live in packages
+// under internal/, whose documentation says what each computes and what
+// holds:
 //
-// seed prints the seed's window-algorithm table (hiz/pencere.mjs): one
-// client, 180 s of model time, a limit of 600 per 60 s, and for each arrival
-// pattern the requests accepted and rejected, "max 60 s" (the most accepted
-// requests in any interval [t, t+60 s), the seed's enYogunPencere) and its
-// ratio to the limit. The rows "fixed window", "12-slice sliding" and "token
-// bucket (60, 10/s)" come from small comparison models (models.go) that
-// follow the JavaScript operation for operation, the token bucket in float64,
-// and reproduce the seed's numbers exactly on its three patterns; a test pins
-// every one of them. The row "limiterd" runs the real counter package with
-// counter.DefaultConfig() and a limit of 600 per 60 s in 12 slices.
+//	seed    the window and distributed tables (internal/seedstudy), and
+//	        with --plot DIR their charts (internal/seedplot); docs/img holds
+//	        them as "limitsim seed --plot docs/img" writes them
+//	replay  a trace on one node or on the simulated cluster (internal/replay:
+//	        the trace format and every summary line), or with --rules a
+//	        what-if replay of an access log against a rule file
+//	        (internal/whatif; cmd/limitsim/testdata/whatif has an example)
+//	burst   the cross-node burst and the per-node budget (internal/burst;
+//	        docs/blind-interval.md reads the tables)
+//	scale   what the sync costs one node as the cluster grows
+//	        (internal/scale; docs/scaling.md reads the tables)
 //
-// A fourth pattern is not in the seed: 600 requests in the last 100 ms of
-// the slice [0, 5 s), then 600 at 60 s and 600 at 120 s. The seed's window
-// numbers slices by epoch (floor(t / 5 s)) and counts slices d-11..d, so at
-// 60 s it forgets requests that are only 55 s old and lets twice the limit
-// into [4.9 s, 60.1 s). limiterd's slices carry their own start instant and
-// count until that start is a full window old, which bounds any window-long
-// interval by 1.1x the limit (see package counter); it rejects the second
-// burst.
-//
-// Then come the seed's distributed tables (hiz/dagitik.mjs): 8 nodes, one
-// 60 s window, request i of a client at i/rate seconds on the node the
-// seed's 32-bit LCG draws (s = s*1103515245 + 12345 mod 2^32, node =
-// floor(s/2^32 x 8), seed 20260730); a central counter, a quota split of
-// 600/8 per node and a delayed sync every 0.2 s at 10/s and 90/s, then the
-// delayed sync at 90/s every 0.2, 1, 2 and 5 s. distributed.go replays the
-// JavaScript operation for operation (float64 instants, the sync test
-// t - lastSync >= interval, the seed's touch count and its definition of
-// false rejections) and a test pins every number. The rows "limiterd, budget"
-// and "limiterd, no budget" run the same requests, at floor(i*1000/rate) ms,
-// on the same nodes through the simulated cluster below; their touches are
-// the delta messages the Engines produced and their false rejections those
-// of the replay summary.
-//
-// With --plot DIR, seed also draws its tables as SVG charts into DIR
-// (created if missing; standard output is unchanged), written by a small
-// SVG writer, internal/svgchart (no plotting library, no network) and byte-for-byte
-// deterministic:
-//
-//	window-steady-2x.svg       for each pattern, the requests each algorithm
-//	window-edge-burst.svg      accepted in (t-60 s, t] against t (the most
-//	window-intermittent.svg    over each 250 ms, so every peak is exact),
-//	window-slice-end.svg       with the limit (600) and 1.1x (660) drawn
-//	cluster-sync-interval.svg  accepted / 600 against the sync interval
-//	                           (0.2 to 5 s) at 90/s: the seed's delayed sync,
-//	                           limiterd with and without the budget
-//	cluster-client-rate.svg    the most accepted in any 60 s / 600 against
-//	                           the client's rate (10/s to 10,000/s, log
-//	                           scale), without the budget and with floor 1,
-//	                           by limitsim burst's code, and the bound derived
-//	                           for the budget
-//
-// docs/img holds them as generated by "limitsim seed --plot docs/img"; a
-// test fails when they differ from what the code writes (go test -update
-// rewrites them).
-//
-// # The simulated cluster
-//
-// sim.go runs N nodes, each with limiterd's real counter.Counter in cluster
-// mode (counter.SetCluster with Nodes = N, the sync interval and the
-// budget; coordinated, as in production, unless turned off), a
-// limiter.Limiter with one rule (limiter.New), a decision.Decider (the
-// frontends' decision layer, on the node's clock) and an engine.Engine.
-// Every check goes through Decider.Decide, so a check past the node's
-// blind share and any lease it holds goes to the key's coordinator
-// through the engine's asking side, as cluster.Node.Coordinate drives it
-// over memberlist: Engine.Ask picks the coordinator (passing over one that
-// missed its last asks) and either decides at once, when the node itself
-// is the coordinator, or returns the ask, which goes to the coordinator's
-// Engine.Receive; its answer goes back to the asker's Receive, which
-// returns it as awaited, or, without one in time, Engine.AskExpired gives
-// the ask up and returns the release. The answer may lend a lease (the
-// counter's LeaseShare), which the node then decides on alone.
-// To keep a check synchronous the ask is decided at the check's instant,
-// on the coordinator's clock, and the answer taken at that instant; the
-// latency only decides whether it comes in time. An ask whose round trip,
-// twice the latency, exceeds the deadline (decision.DefaultDeadline, 5
-// ms, or --deadline), or whose ask or answer the network loses (with the
-// sync messages' loss rate and seeded source), gets no answer: the
-// coordinator still decides an ask that arrived (a grant may exist
-// there), the asker sends a release, which leaves at the deadline and
-// arrives a latency later unless lost, and the Decider falls back to the
-// budget; a late answer still reaches the asker's engine a round trip
-// after the ask, as on a real network, which tells it its coordinator is
-// alive. So with the 5 ms default, a latency of 3 ms or more makes every
-// check at the margin that is not on its coordinator a fallback. The real
-// deadline of the context is not consulted: decisions must not depend on
-// how fast the simulation runs. One simulated clock, in integer
-// milliseconds of true time, drives them; node i reads it plus its clock
-// offset. A trace of relative times (before 1e12 ms, as the patterns
-// limitsim generates) runs from 2026-01-01 00:00 UTC, so that the slice
-// starts and send times on the wire take the bytes they take in
-// production; a trace of Unix timestamps runs at its own times. The nodes see each other up (Engine.PeerUp: hellos)
-// just before the first request. Every sync interval each node that
-// counted something since its last tick, and every node whose engine has
-// anti-entropy due (Engine.NextAntiEntropy: hot keys or a heartbeat), calls
-// Engine.Tick with its own time, and each message the engine returns, and
-// each answer of Engine.Receive, is delivered to its peer after the
-// latency (any other tick sends nothing and changes no decision, so it is
-// skipped; limiterd ticks every interval, and a test checks that both give
-// the same decisions and messages). The simulator has no sync policy of
-// its own: only the network (latency, duplication, and in simConfig
-// seeded loss and reordering) and the clocks. At one instant, ticks run
-// first (in node order), then deliveries (in send order), then the request:
-// every run is deterministic. Options: --skew D spreads the nodes' clock
-// offsets evenly over [-D, +D]; --stagger D makes node i tick i x D / N
-// after node 0 (real nodes' timers have unrelated phases); --dup delivers
-// every message a second time, two intervals and 1 ms late.
-//
-// # replay
-//
-// replay reads a trace, one request per line,
-//
-//	TIME_MS KEY
-//
-// where TIME_MS is a decimal integer of milliseconds in [0, 2^53-1], never
-// smaller than the line before, and KEY is valid UTF-8 without whitespace.
-// Blank lines and lines starting with # are skipped. The trace comes from
-// standard input or from --trace FILE. It runs every request through a
-// fresh counter (counter.DefaultConfig(), one limit of --limit per --window
-// in --slices slices; defaults 600, 60s and 12, the seed's HS3 and HS7) as
-// one Allow of one hit at time.UnixMilli(TIME_MS).
-//
-// All output goes to standard output. With --decisions it first prints one
-// line per request, in input order:
-//
-//	TIME_MS KEY allow
-//	TIME_MS KEY deny
-//
-// Then comes the summary, one "# NAME VALUE" line each, always these names
-// in this order, so that grep -v '^#' keeps only the decisions:
-//
-//	# requests 3600             requests in the trace
-//	# accepted 1800             allowed, untracked ones included
-//	# rejected 1800             denied
-//	# untracked 0               allowed uncounted: the counter was at MaxKeys
-//	# keys 1                    distinct keys
-//	# limit 600                 the limit replayed ...
-//	# window_ms 60000           ... its window ...
-//	# slices 12                 ... and its slices
-//	# max_in_window 600         most accepted for one key in any [t, t+window)
-//	# max_in_window_key client  that key; the smallest on a tie, "-" if none
-//	# max_in_window_ratio 1.000 max_in_window / limit; NFR1 wants <= 1.100
-//
-// With --nodes N the trace runs on the simulated cluster (N nodes, the
-// limit of --limit, --window and --slices as the rule). A line may carry a
-// third field, the node index: "TIME_MS KEY NODE" with NODE in [0, N); a
-// line without it goes to the node the seed's LCG draws (seeded by --seed).
-// Without --nodes a third field is an error, and the output is exactly as
-// above. With --nodes, decision lines are "TIME_MS KEY NODE allow|deny",
-// and the summary goes on, after the lines above, with
-//
-//	# nodes 8                       the cluster ...
-//	# sync_ms 200                   ... its sync interval ...
-//	# latency_ms 0                  ... message delay ...
-//	# skew_ms 0                     ... clock spread (offsets in [-D, +D]) ...
-//	# budget true                   ... and per-node budget
-//	# budget_floor 1
-//	# seed 20260730                 the LCG's seed
-//	# false_rejections 0            rejected while fewer than the limit of that
-//	                                key were accepted in (t-window, t] (NFR2)
-//	# sync_deltas 250               messages Tick produced (each goes to N-1 peers)
-//	# sync_messages 1750            messages sent, every purpose: deltas, anti-entropy,
-//	                                heartbeats, hellos, catch-ups (as limiterd_sync_messages_total)
-//	# sync_bytes 88144              bytes of those messages
-//	# sync_duration_ms 60000        the sync intervals the requests span
-//	# sync_messages_per_node_s 3.6  sync_messages / N / duration
-//	# sync_bytes_per_node_s 183.6   sync_bytes / N / duration
-//	# max_peer_offset_ms 0          largest |offset| an Engine estimated for a
-//	                                peer (clock difference plus latency)
-//	# coordinate true               the key's coordinator decides at the margin
-//	                                (--coordinate=false: the budget alone) ...
-//	# deadline_ms 5                 ... within this deadline (--deadline)
-//	# decided_here 5200             checks decided by the node alone ...
-//	# decided_coordinator 200       ... by the key's coordinator ...
-//	# decided_fallback 0            ... by the budget: no answer in time
-//	# decided_on_lease 0            of decided_here, on a lease the key's
-//	                                coordinator lent the node
-//	# false_rejections_fallback 0   of false_rejections, the fallback's (the
-//	                                budget is not exact; the others are)
-//	# coord_asks 150                asks sent to a coordinator (lost ones included)
-//	# coord_ask_bytes 9000          their bytes
-//	# coord_answers 150             answers the coordinators sent
-//	# coord_answer_bytes 5400       their bytes
-//	# coord_releases 0              releases after a missing answer
-//	# coord_release_bytes 0         their bytes
-//
-// The coordination's messages are counted apart: the sync_ figures are the
-// sync traffic alone, as without the coordinator.
-//
-// Times in the summary (max_in_window, false rejections) are true time.
-//
-// # What-if replay
-//
-// replay --rules FILE replays an access log against a limiterd rule file
-// (see package limiter): each request goes through limiter.Check, so the
-// rule matching, several limits per rule (a request counts against all of
-// them only when all have room) and shadow mode are limiterd's own. The
-// log has one request per line,
-//
-//	TIME KEY [NODE]
-//
-// where TIME is either milliseconds, as in a trace, or an RFC 3339
-// timestamp with optional fractional seconds and any offset
-// ("2026-07-28T09:00:00.250Z"), taken relative to the first line's and
-// truncated to the millisecond. A log uses one format; no line may be
-// earlier than the one before (timestamps compare as instants). KEY is at
-// most 1024 bytes of UTF-8. NODE, with --nodes only, is as in a trace;
-// with --nodes N the log runs on the simulated cluster, with every node
-// running the rules (--sync, --latency, --budget and the rest apply), and
-// --limit, --window and --slices are usage errors (the rules set the
-// limits). A malformed line is an error naming it (exit 1).
-//
-// The report: a line with the requests, keys and time span, the cluster
-// if any, then one row per rule in file order — mode (enforce or shadow),
-// match ("(default)" for the default rule), limits, requests, allowed,
-// rejected, would reject (shadow rules only: they allow everything, so
-// what they would have rejected is counted apart), keys and keys rejected
-// (keys with at least one rejection or would-be rejection) — a row
-// "(no rule)" for keys no rule governs, which are unlimited, and a total.
-// Then, for each rule that rejected anything: how many of its requests and
-// keys, for a rule with several limits how often each had no room (a
-// rejection can find several full), and its --top keys (default 10, 0 for
-// none) by rejections, ties by key, each with its requests, its share
-// rejected and the TIME of its first rejection as written in the log. With
-// --decisions the report is preceded by one line per request,
-// "TIME KEY [NODE] RULE VERDICT", RULE "-" for none and VERDICT one of
-// allow, deny, shadow-deny (allowed; the shadow rule would have denied)
-// and unlimited: diff two runs to see which requests a change flips.
-//
-// testdata/whatif holds an example: access.log, ten minutes of a site's
-// traffic (6,098 requests: browsing clients, an office behind one NAT
-// address, a scraper, premium customers, API keys and an API batch job),
-// rules-current.yaml and rules-proposed.yaml, a change that halves the
-// default limit and tries tighter API limits in shadow mode. From the
-// repository root:
-//
-//	limitsim replay --trace cmd/limitsim/testdata/whatif/access.log \
-//	    --rules cmd/limitsim/testdata/whatif/rules-proposed.yaml
-//
-// shows that the change would reject 742 requests instead of 136: the
-// scraper loses 501 instead of 136, but the office, which the current
-// rules never reject, loses 241; and the API batch job would lose 60 of its
-// 160 requests to the per-second limit. The outputs are the goldens
-// current.golden, proposed.golden and proposed_cluster.golden (the same on
-// 8 nodes: the key's coordinator decides at the margin, so the one-second
-// API limit finds the same 60 would-be rejections as one node; the default
-// rule rejects 736 instead of 742, what the nodes' blind shares and hidden
-// tails let through).
-//
-// # burst
-//
-// burst evaluates the cross-node burst and the per-node budget (SPEC.md,
-// "Where the seed's own design falls short", items 3 and 4) on the seed's
-// cluster: 8 nodes, 0.2 s sync, 600 per 60 s, one client for 180 s. It prints
-// the most admitted in any 60 s interval against client rates from 10/s to
-// 10,000/s, the false rejections of compliant clients, each with the budget
-// off, with floors 0.5, 1, 2 and 4, and with floor 1 but no delivery grace
-// (the budget alone, without the coordinator), and coordinated (limiterd's
-// default: the key's coordinator at the margin, floor 1 as the fallback),
-// the bound derived for any rate, how the coordinated checks were decided
-// (here, by the coordinator, in fallback), and tables that vary the tick
-// phases, the clock skew (with ticks at one true instant, then on each
-// node's clock, as limiterd ticks) and the latency (with three adversarial
-// patterns on chosen nodes: the post-tick burst, the latency chain and a
-// burst right after the grace), each with the budget off, at floor 1 and
-// coordinated, with how many of the coordinated row's checks the
-// coordinator decided and how many fell back.
-// docs/blind-interval.md explains the mechanism and the numbers. The runs
-// are independent and spread over GOMAXPROCS goroutines; each writes its own
-// result slot, so the output does not depend on scheduling.
-//
-// # scale
-//
-// scale measures what the full mesh costs as the cluster grows: the HS2 load
-// (40,000 checks/s over 200,000 keys, or a rate per node) on simulated
-// clusters of 8 to 128 nodes running the real counter, limiter and Engine,
-// with every message's real encoded size. Per node it reports sync messages
-// and bytes sent and received, entries merged, node 0's live heap and the CPU
-// time its Engine took, and per size the accuracy of a 9x client, a 0.9x
-// client and the adversarial burst against the derived bound. One window of
-// warm-up (only node 0 receives; a test shows that changes nothing for it),
-// then the measured seconds with the full exchange. "limitsim scale -h" has
-// every flag; docs/scaling.md reads the numbers.
+// The simulated cluster every cluster run uses is internal/clustersim:
+// limiterd's real counter, limiter, decision layer and cluster/engine
+// Engine on each node, joined by a simulated network. BENCHMARKS.md has
+// the figures.
 package main

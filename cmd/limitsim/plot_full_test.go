@@ -25,7 +25,7 @@ func TestDocsImages(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	golden(t, "seed.golden", []byte(stdout))
+	checkGolden(t, "seed.golden", []byte(stdout))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

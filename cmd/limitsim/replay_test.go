@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limiterd/limiterd/internal/replay"
+	"github.com/limiterd/limiterd/internal/seedstudy"
 )
 
 // TestReplayGolden replays the traces under testdata and compares the whole
@@ -27,7 +30,7 @@ func TestReplayGolden(t *testing.T) {
 			if code != exitOK || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			golden(t, tt.name+".golden", []byte(stdout))
+			checkGolden(t, tt.name+".golden", []byte(stdout))
 		})
 	}
 }
@@ -63,14 +66,33 @@ func parseSummary(t *testing.T, out string) (decisions []string, summary map[str
 	return decisions, summary
 }
 
+// seedRows runs the seed table once and returns limiterd's row of each
+// pattern, by pattern name.
+func seedRows(t *testing.T) map[string]seedstudy.Row {
+	t.Helper()
+	blocks, err := seedstudy.Table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]seedstudy.Row)
+	for _, b := range blocks {
+		for _, r := range b.Rows {
+			if r.Algorithm == "limiterd" {
+				m[b.Pattern.Name] = r
+			}
+		}
+	}
+	return m
+}
+
 // TestReplayMatchesSeed is the exactness test: replaying a seed pattern as a
 // trace with the seed's limit gives limiterd's row of the seed table.
 func TestReplayMatchesSeed(t *testing.T) {
-	rows := seedResults(t)
-	for _, p := range seedPatterns() {
-		t.Run(p.name, func(t *testing.T) {
+	rows := seedRows(t)
+	for _, p := range seedstudy.Patterns() {
+		t.Run(p.Name, func(t *testing.T) {
 			var trace strings.Builder
-			for _, at := range p.at() {
+			for _, at := range p.At() {
 				fmt.Fprintf(&trace, "%d client\n", at)
 			}
 			code, stdout, stderr := runCmd(t, trace.String(), "replay", "--limit", "600", "--window", "60s", "--slices", "12")
@@ -78,13 +100,13 @@ func TestReplayMatchesSeed(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
 			_, s := parseSummary(t, stdout)
-			want := rows[[2]string{p.name, aLimiterd}]
-			wantRatio := strconv.FormatFloat(want.ratio, 'f', 3, 64)
-			if s["accepted"] != strconv.Itoa(want.accepted) || s["rejected"] != strconv.Itoa(want.rejected) ||
-				s["max_in_window"] != strconv.Itoa(want.max60) || s["max_in_window_ratio"] != wantRatio {
+			want := rows[p.Name]
+			wantRatio := strconv.FormatFloat(want.Ratio, 'f', 3, 64)
+			if s["accepted"] != strconv.Itoa(want.Accepted) || s["rejected"] != strconv.Itoa(want.Rejected) ||
+				s["max_in_window"] != strconv.Itoa(want.Max60) || s["max_in_window_ratio"] != wantRatio {
 				t.Errorf("replay: accepted %s, rejected %s, max %s, ratio %s; seed table: %d, %d, %d, %s",
 					s["accepted"], s["rejected"], s["max_in_window"], s["max_in_window_ratio"],
-					want.accepted, want.rejected, want.max60, wantRatio)
+					want.Accepted, want.Rejected, want.Max60, wantRatio)
 			}
 			if s["keys"] != "1" || s["max_in_window_key"] != "client" {
 				t.Errorf("keys %s, busiest key %s; want 1 and client", s["keys"], s["max_in_window_key"])
@@ -147,7 +169,7 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"past 2^53", "9007199254740992 a\n", `trace line 1: time "9007199254740992" is above the largest allowed, 9007199254740991`},
 		{"past int64", "99999999999999999999 a\n", `trace line 1: time "99999999999999999999" is above the largest allowed, 9007199254740991`},
 		{"bad utf-8", "1 a\xffb\n", `trace line 1: key "a\xffb" is not valid UTF-8`},
-		{"too long", "0 a\n1 " + strings.Repeat("k", maxTraceLine) + "\n", fmt.Sprintf("trace line 2: longer than %d bytes", maxTraceLine)},
+		{"too long", "0 a\n1 " + strings.Repeat("k", replay.MaxLineBytes) + "\n", fmt.Sprintf("trace line 2: longer than %d bytes", replay.MaxLineBytes)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limiterd/limiterd/internal/seed"
+	"github.com/limiterd/limiterd/internal/seedstudy"
 )
 
 // clusterSummaryNames are the summary names of a replay with --nodes, in order.
@@ -57,7 +60,7 @@ func TestReplayClusterGolden(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	golden(t, "replay_cluster.golden", []byte(stdout))
+	checkGolden(t, "replay_cluster.golden", []byte(stdout))
 	decisions, s := splitClusterOutput(t, stdout)
 	// Node 2 at 50 ms has seen nothing of nodes 0 and 1, but the key's
 	// coordinator has: the blind interval is closed.
@@ -90,7 +93,7 @@ func TestReplayClusterMatchesSeedTable(t *testing.T) {
 		fmt.Fprintf(&trace, "%d seed\n", int64(i)*1000/90)
 	}
 	for _, budget := range []bool{true, false} {
-		want, err := limiterdDistributed(limiterdSim(0.2, budget), 90, seedLCGSeed)
+		want, err := seedstudy.LimiterdDistributed(seedstudy.LimiterdSim(0.2, budget), 90, seed.LCGSeed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,8 +102,8 @@ func TestReplayClusterMatchesSeedTable(t *testing.T) {
 			t.Fatalf("exit %d, %s", code, stderr)
 		}
 		_, s := splitClusterOutput(t, stdout)
-		if s["accepted"] != strconv.Itoa(want.accepted) || s["false_rejections"] != strconv.Itoa(want.falseRejections) ||
-			s["sync_deltas"] != strconv.Itoa(want.touches) {
+		if s["accepted"] != strconv.Itoa(want.Accepted) || s["false_rejections"] != strconv.Itoa(want.FalseRejections) ||
+			s["sync_deltas"] != strconv.Itoa(want.Touches) {
 			t.Errorf("budget %v: replay %v; seed table row %+v", budget, s, want)
 		}
 		if s["seed"] != "20260730" || s["sync_duration_ms"] != "60000" {
@@ -228,9 +231,9 @@ func Example_replayCluster() {
 // TestReplayOneNodeClusterIsSingleNode: a cluster of one node decides every
 // request of every seed pattern exactly as the single-node replay does.
 func TestReplayOneNodeClusterIsSingleNode(t *testing.T) {
-	for _, p := range seedPatterns() {
+	for _, p := range seedstudy.Patterns() {
 		var trace strings.Builder
-		for i, at := range p.at() {
+		for i, at := range p.At() {
 			fmt.Fprintf(&trace, "%d k%d\n", at, i%2)
 		}
 		_, single, _ := runCmd(t, trace.String(), "replay", "--decisions")
@@ -241,12 +244,12 @@ func TestReplayOneNodeClusterIsSingleNode(t *testing.T) {
 		sd, _ := parseSummary(t, single)
 		cd, _ := splitClusterOutput(t, clustered)
 		if len(sd) != len(cd) || len(sd) == 0 {
-			t.Fatalf("%s: %d decisions on one node, %d on a cluster of one", p.name, len(sd), len(cd))
+			t.Fatalf("%s: %d decisions on one node, %d on a cluster of one", p.Name, len(sd), len(cd))
 		}
 		for i := range sd {
 			f := strings.Fields(cd[i])
 			if got := f[0] + " " + f[1] + " " + f[3]; got != sd[i] || f[2] != "0" {
-				t.Fatalf("%s, request %d: cluster of one %q, single node %q", p.name, i, cd[i], sd[i])
+				t.Fatalf("%s, request %d: cluster of one %q, single node %q", p.Name, i, cd[i], sd[i])
 			}
 		}
 	}

@@ -1,193 +1,131 @@
 package main
 
 import (
-	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/scale"
 )
 
-// The scale evaluation (issue 4, figure 3): what the sync costs a node as
-// the cluster grows, on limiterd's real counter, limiter and Syncer, with
-// the traffic counted in the Syncer's real encoded bytes.
+func runScaleCmd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	cfg := scale.DefaultConfig()
+	nodes := nodeList(cfg.Nodes)
+	seed := uint64(cfg.Seed)
+	fs.Var(&nodes, "nodes", "comma-separated cluster `SIZES`, each between 2 and 256")
+	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "distinct keys `K` of the background load")
+	fs.Int64Var(&cfg.Rate, "rate", cfg.Rate, "background checks per second `R`, all nodes together")
+	fs.Int64Var(&cfg.PerNode, "rate-per-node", 0, "background checks per second `R` on each node (replaces --rate with R x N)")
+	fs.Int64Var(&cfg.Seconds, "seconds", cfg.Seconds, "measured model seconds `S`, after the warm-up")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "model time `D` before the measurement, a multiple of the sync interval")
+	fs.Uint64Var(&seed, "seed", seed, "seed `S` of the LCG that draws the keys and the accuracy clients' nodes")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,16,32,64,128] [--keys K] [--rate R | --rate-per-node R]
+                     [--seconds S] [--warmup D] [--seed S]
 
-// scaleConfig is what limitsim scale runs.
-type scaleConfig struct {
-	nodes []int // cluster sizes, one run each
-	keys  int   // distinct keys of the background load (HS1)
-	// rate is the background load in checks per second, all nodes
-	// together (HS2); perNode, when positive, replaces it with perNode x N.
-	rate, perNode int64
-	seconds       int64         // measured model seconds, after the warm-up
-	warmup        time.Duration // model time before the measurement
-	seed          uint32        // the LCG that draws keys and the accuracy clients' nodes
-	// cost measures node 0's live heap and the wall-clock time spent in
-	// the Syncer: machine-dependent, so tests turn it off.
-	cost bool
-}
+Measures what keeping the cluster in sync costs one node as the cluster
+grows, on limiterd's real counter (counter.DefaultClusterConfig: budget on),
+limiter and engine.Engine, with messages cut at limiterd's datagram size
+(1,394 bytes) and counted in their real encoded bytes.
 
-// defaultScaleConfig is limitsim scale without flags: HS1 and HS2 on 8 to
-// 128 nodes, a window of warm-up, then 10 s measured.
-func defaultScaleConfig() scaleConfig {
-	return scaleConfig{
-		nodes: []int{8, 16, 32, 64, 128}, keys: 200_000, rate: 40_000,
-		seconds: 10, warmup: seedWindowMs * time.Millisecond, seed: seedLCGSeed, cost: true,
+For each cluster size N: a background load of R checks a second in total
+(HS2: 40,000), request i at floor(i*1000/R) ms on node i mod N, its key
+drawn uniformly among K keys (HS1: 200,000) by the seed's LCG; every 200 ms
+every node ticks and its changes reach every peer at once; every second
+every node sends its hot keys, or a heartbeat. During the warm-up (one
+window by default, so node 0 holds a full window of state) only node 0
+receives; during the S measured seconds every node receives every message.
+It prints, per node and per second of model time:
+
+  sync traffic  messages and bytes sent (each copy to each peer), received
+                by node 0, entries decoded and merged by node 0, bytes per
+                entry on the wire, and the messages of the whole cluster
+  node 0        the (limit, key) pairs and slices it holds at the end, its
+                live heap (what a GC frees when it is dropped), and the
+                time inside its Engine: Tick (collect, encode), Hot
+                (anti-entropy), Receive (decode, merge), as CPU time of the
+                calling thread (Linux) and as wall-clock time, and per entry
+                sent and received. Heap and times depend on the machine and
+                its load; the rest is deterministic.
+  accuracy      a client at 9x its limit (90/s) and one at 0.9x (9/s), each
+                alone for 180 s on a fresh cluster of N nodes, each request
+                on the node the seed's LCG draws: the most admitted in any
+                60 s interval (NFR1 allows 660) and false rejections (NFR2
+                allows none); the adversarial burst of docs/blind-interval.md
+                and the bound it approaches, L + N x f + N x T
+
+The default run takes about five minutes on two cores and up to 9 GB of
+memory (at 128 nodes the other 127 hold 10 s of their peers' counts each).
+docs/scaling.md explains the figures.
+
+Flags:
+`)
+		fs.PrintDefaults()
 	}
-}
-
-// errScaleConfig wraps every invalid scale setting.
-var errScaleConfig = errors.New("invalid scale run")
-
-// totalRate is the background checks per second on n nodes.
-func (c scaleConfig) totalRate(n int) int64 {
-	if c.perNode > 0 {
-		return c.perNode * int64(n)
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
-	return c.rate
-}
-
-func (c scaleConfig) validate() error {
-	sync := defaultSimConfig().sync
-	switch {
-	case len(c.nodes) == 0:
-		return fmt.Errorf("%w: no cluster size given", errScaleConfig)
-	case c.keys < 1 || c.keys > 10_000_000:
-		return fmt.Errorf("%w: keys must be between 1 and 10000000, got %d", errScaleConfig, c.keys)
-	case c.rate < 1 || c.rate > 10_000_000:
-		return fmt.Errorf("%w: rate must be between 1 and 10000000, got %d", errScaleConfig, c.rate)
-	case c.perNode < 0 || c.perNode > 1_000_000:
-		return fmt.Errorf("%w: rate per node must be between 0 and 1000000, got %d", errScaleConfig, c.perNode)
-	case c.seconds < 1 || c.seconds > 3600:
-		return fmt.Errorf("%w: seconds must be between 1 and 3600, got %d", errScaleConfig, c.seconds)
-	case c.warmup < 0 || c.warmup > time.Hour || c.warmup%sync != 0:
-		return fmt.Errorf("%w: warm-up must be a multiple of the sync interval (%v) between 0 and 1h, got %v", errScaleConfig, sync, c.warmup)
+	if fs.NArg() > 0 {
+		return usageError(fs, stderr, "unexpected argument %q", fs.Arg(0))
 	}
-	for _, n := range c.nodes {
-		if n < 2 || n > 256 {
-			return fmt.Errorf("%w: cluster sizes must be between 2 and 256, got %d", errScaleConfig, n)
+	if seed > math.MaxUint32 {
+		return usageError(fs, stderr, "--seed must be at most %d, got %d", uint32(math.MaxUint32), seed)
+	}
+	cfg.Nodes, cfg.Seed = nodes, uint32(seed)
+	both := 0
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "rate" || f.Name == "rate-per-node" {
+			both++
 		}
+	})
+	if both == 2 {
+		return usageError(fs, stderr, "give --rate or --rate-per-node, not both")
 	}
-	return nil
-}
-
-// scaleRow is what one cluster size measured. Traffic is every node's;
-// the rest is node 0's, the node that received every message from the
-// start (during the warm-up the others receive nothing).
-type scaleRow struct {
-	n       int
-	rate    int64 // background checks per second, all nodes
-	seconds int64
-	traffic scaleTraffic
-	// Node 0 during the measurement.
-	recvMsgs, recvBytes, recvEntries, merged int64
-	// sentEntries is the entries one node's Tick produced during the
-	// measurement, the mean over the nodes: every node received every
-	// entry once from each of its N-1 peers.
-	sentEntries float64
-	// allRecvMsgs and allRecvBytes are what all nodes received during the
-	// measurement: every copy sent, when nothing is lost.
-	allRecvMsgs, allRecvBytes int64
-	// Node 0 at the end: tracked (limit, key) pairs and live slices.
-	pairs, slices int64
-	// With cost: node 0's live heap and its Syncer's time over the
-	// measurement. The other nodes' is not reported: they did not receive
-	// during the warm-up, so they hold less state than a node in steady
-	// state does.
-	heap                          uint64
-	syncTick, syncHot, syncRecv   syncTime
-	hot, compliant                clientRun
-	hotRate, compliantRate, accMs int64
-	// burst is the adversarial pattern that reaches the derived bound:
-	// scaleBurst on this cluster size.
-	burst clientRun
-}
-
-// Accuracy clients: the issue's 9x (hot) and 0.9x (compliant) clients at
-// HS3, spread over all nodes by the seed's LCG, for three windows.
-const (
-	scaleHotRate       = 9 * seedLimit / (seedWindowMs / 1000)
-	scaleCompliantRate = 9 * seedLimit / (seedWindowMs / 1000) / 10
-	scaleAccuracyMs    = 3 * seedWindowMs
-)
-
-// runScale runs every cluster size of cfg in turn (each uses every core),
-// calling progress, if not nil, after each with the wall time it took.
-func runScale(cfg scaleConfig, progress func(n int, took time.Duration)) ([]scaleRow, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	rows := make([]scaleRow, 0, len(cfg.nodes))
-	for _, n := range cfg.nodes {
-		start := time.Now()
-		row, err := runScaleSize(cfg, n)
-		if err != nil {
-			return nil, fmt.Errorf("%d nodes: %w", n, err)
-		}
-		rows = append(rows, row)
-		if progress != nil {
-			progress(n, time.Since(start))
-		}
+	// Progress goes to standard error: the default run takes minutes.
+	rows, err := scale.Run(cfg, func(n int, took time.Duration) {
+		fmt.Fprintf(stderr, "limitsim scale: %d nodes done in %v\n", n, took.Round(100*time.Millisecond))
+	})
+	if err == nil {
+		err = scale.Write(stdout, cfg, rows)
 	}
-	return rows, nil
-}
-
-// runScaleSize measures one cluster size: the load run, then the two
-// accuracy clients, each alone on a fresh cluster of the same size.
-func runScaleSize(cfg scaleConfig, n int) (scaleRow, error) {
-	row := scaleRow{n: n, seconds: cfg.seconds, hotRate: scaleHotRate, compliantRate: scaleCompliantRate, accMs: scaleAccuracyMs}
-	r, err := newScaleRun(cfg, n)
 	if err != nil {
-		return row, err
+		fmt.Fprintf(stderr, "limitsim scale: %v\n", err)
+		return exitRuntime
 	}
-	row.rate = r.rate
-	if err := r.run(); err != nil {
-		return row, err
-	}
-	row.traffic = r.traffic
-	row.recvMsgs, row.recvBytes, row.recvEntries, row.merged = r.nodes[0].received()
-	var all int64
-	for _, nd := range r.nodes {
-		m, b, e, _ := nd.received()
-		row.allRecvMsgs += m
-		row.allRecvBytes += b
-		all += e
-	}
-	row.sentEntries = float64(all) / float64(n-1) / float64(n)
-	end := cfg.warmup.Milliseconds() + cfg.seconds*1000
-	row.pairs, row.slices = r.state(0, end)
-	if cfg.cost {
-		nd := r.nodes[0]
-		row.syncTick, row.syncHot, row.syncRecv = nd.tick, nd.hot, nd.receive
-		row.heap = r.dropHeap(0)
-	}
-
-	// The accuracy clients run the budget's design, as the load does
-	// (scalesim.go).
-	sc := budgetSimConfig()
-	sc.nodes = n
-	for _, c := range []struct {
-		rate int64
-		out  *clientRun
-	}{{scaleHotRate, &row.hot}, {scaleCompliantRate, &row.compliant}} {
-		if *c.out, err = runClient(sc, steadyAt(float64(c.rate), scaleAccuracyMs), lcgNodes(cfg.seed, n)); err != nil {
-			return row, err
-		}
-	}
-	b := scaleBurst(sc)
-	row.burst, err = runClient(sc, b.at, b.node())
-	return row, err
+	return exitOK
 }
 
-// scaleBurst is the worst case of the derived bound L + N x f + N x T
-// (docs/blind-interval.md) on sc's cluster: every node hides its tail T in
-// a slice that expires one window later, when a fresh burst of a whole
-// limit reaches every node at the same instant: each node admits its
-// budget, f + L/N, before any of them hears of the others.
-func scaleBurst(sc simConfig) nodePattern {
-	p := nodePattern{name: "burst on every node"}
-	for n := range sc.nodes {
-		for range sc.limit {
-			p.at, p.nodes = append(p.at, 0), append(p.nodes, n)
-		}
+// nodeList is the --nodes flag: cluster sizes separated by commas.
+type nodeList []int
+
+func (l *nodeList) String() string {
+	if l == nil {
+		return ""
 	}
-	return tailsThen(sc, p)
+	s := make([]string, len(*l))
+	for i, n := range *l {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *nodeList) Set(v string) error {
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a cluster size", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
 }

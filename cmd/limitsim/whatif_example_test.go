@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/seed"
 )
 
 // genAccessLog writes the access log of the what-if example,
@@ -31,7 +33,7 @@ func genAccessLog() []byte {
 	}
 	const span = 10 * 60 * 1000
 	start := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
-	rnd := newLCG(20260728)
+	rnd := seed.NewLCG(20260728)
 	// exp draws an exponential gap of the given mean, at least 1 ms.
 	exp := func(meanMs float64) int64 { return int64(-math.Log(1-rnd.Next())*meanMs) + 1 }
 	var evs []event
@@ -89,7 +91,7 @@ func genAccessLog() []byte {
 // TestWhatifAccessLog checks that the example log is what genAccessLog
 // writes, so the example can be reproduced and changed in one place.
 func TestWhatifAccessLog(t *testing.T) {
-	golden(t, filepath.Join("whatif", "access.log"), genAccessLog())
+	checkGolden(t, filepath.Join("whatif", "access.log"), genAccessLog())
 }
 
 // TestWhatifExampleGolden runs the documented example: the log against the
@@ -111,7 +113,7 @@ func TestWhatifExampleGolden(t *testing.T) {
 			if code != exitOK || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			golden(t, filepath.Join("whatif", tt.golden), []byte(stdout))
+			checkGolden(t, filepath.Join("whatif", tt.golden), []byte(stdout))
 		})
 	}
 }

@@ -1,0 +1,182 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/clustersim"
+)
+
+// The engines' black-box tests on the simulated network of package
+// internal/clustersim: engines joined by a network the test controls
+// (partitions: SetCut), on one simulated clock, every engine ticking at
+// every 200 ms (EveryTick), every message delivered at once.
+
+// simNet is a cluster of n engines over counters with a limit of limit
+// per minute in 12 slices, every check decided locally and no budget: the
+// tests count exactly what they hit. edit, if set, changes the engines'
+// configuration. The engines see each other up at 0 ms, hellos and
+// replies delivered.
+func simNet(t *testing.T, n int, limit int64, edit func(*engine.Config)) *clustersim.Cluster {
+	t.Helper()
+	cfg := clustersim.DefaultConfig()
+	cfg.Nodes, cfg.Limit, cfg.Window, cfg.Slices = n, limit, time.Minute, 12
+	cfg.Uncoordinated, cfg.Budget, cfg.EveryTick, cfg.EditEngine = true, false, true, edit
+	cl, err := clustersim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Advance(-1); err != nil { // the hellos, just before 0 ms
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// hit counts k requests of key at ms on node i's counter; all must be
+// allowed.
+func hit(t *testing.T, cl *clustersim.Cluster, i int, ms int64, key string, k int) {
+	t.Helper()
+	n := cl.Node(i)
+	var res [1]counter.Result
+	for range k {
+		d, err := n.Counter().Allow(cl.Clock(i, ms), key, 1, []counter.Limit{n.Limit()}, res[:])
+		if err != nil || !d.Allowed {
+			t.Fatalf("%s: request of %q at %d ms not allowed: %+v %v", n.Name(), key, ms, d, err)
+		}
+	}
+}
+
+// count reads key's count at ms on node i through the counter's public
+// API, counting nothing: a request of more hits than the limit has room
+// for is denied, and a denied request reports the count.
+func count(t *testing.T, cl *clustersim.Cluster, i int, ms int64, key string) int64 {
+	t.Helper()
+	n := cl.Node(i)
+	var res [1]counter.Result
+	if _, err := n.Counter().Allow(cl.Clock(i, ms), key, n.Limit().Max(), []counter.Limit{n.Limit()}, res[:]); err != nil {
+		t.Fatal(err)
+	}
+	return res[0].Count
+}
+
+// step runs the ticks at ms and delivers everything, replies included,
+// unless a cut drops it.
+func step(t *testing.T, cl *clustersim.Cluster, ms int64) {
+	t.Helper()
+	if err := cl.Advance(ms); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// catchUps is how many catch-up messages the engines have sent.
+func catchUps(cl *clustersim.Cluster) int {
+	return cl.Stats().Sent[engine.PurposeCatchUp].Messages
+}
+
+// A partition that no membership noticed (nobody declared dead) loses what
+// each side counted meanwhile, for keys under the anti-entropy threshold
+// (half the limit), on the other side: deltas are sent once. When the
+// heal brings the first message from a peer silent for longer than the
+// threshold, the receiver sends it a catch-up, and every node converges to
+// the truth within a few sync intervals, never above it.
+func TestCatchUpAfterSilence(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		left, right int64 // requests counted on nodes 0 and 2 during the partition
+		before      int64 // on node 1 before it
+	}{
+		{"both sides, 60 % in all", 30, 30, 0},
+		{"one side, 60 % in all", 40, 0, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit = 100
+			cl := simNet(t, 4, limit, nil)
+			truth := func() int64 { return tc.before + tc.left + tc.right }
+			check := func(ms int64, want func(i int) int64) {
+				t.Helper()
+				for i := range cl.Len() {
+					got := count(t, cl, i, ms, "k")
+					if got > truth() {
+						t.Fatalf("%d ms: %s counts %d, above the truth %d", ms, cl.Node(i).Name(), got, truth())
+					}
+					if w := want(i); w >= 0 && got != w {
+						t.Fatalf("%d ms: %s counts %d, want %d", ms, cl.Node(i).Name(), got, w)
+					}
+				}
+			}
+			ms := int64(0)
+			if tc.before > 0 {
+				hit(t, cl, 1, 100, "k", int(tc.before))
+			}
+			for ; ms <= 2000; ms += 200 {
+				step(t, cl, ms)
+			}
+			// The partition: {0, 1} | {2, 3}, 12 s, no PeerDown.
+			cut := func(from, to int) bool { return from/2 != to/2 }
+			cl.SetCut(cut)
+			hit(t, cl, 0, ms+50, "k", int(tc.left))
+			hit(t, cl, 2, ms+50, "k", int(tc.right))
+			for end := ms + 12_000; ms < end; ms += 200 {
+				step(t, cl, ms)
+			}
+			check(ms, func(i int) int64 {
+				if i < 2 {
+					return tc.before + tc.left
+				}
+				return tc.before + tc.right
+			})
+			before := catchUps(cl)
+			// Healed. Idle nodes send nothing but heartbeats, one per
+			// anti-entropy interval (5 ticks): within it every node hears
+			// from every peer, and the catch-ups arrive at once.
+			cl.SetCut(nil)
+			for end := ms + 1000 + 200; ms <= end; ms += 200 {
+				step(t, cl, ms)
+			}
+			check(ms, func(int) int64 { return truth() })
+			if catchUps(cl) == before {
+				t.Fatal("converged without a catch-up: the test does not exercise it")
+			}
+			// A second cut, longer than the silence threshold but healed
+			// within RejoinInterval of the catch-ups (a flap): no new one.
+			before = catchUps(cl)
+			cl.SetCut(cut)
+			for end := ms + 5000; ms < end; ms += 200 {
+				step(t, cl, ms)
+			}
+			cl.SetCut(nil)
+			for end := ms + 1200; ms < end; ms += 200 {
+				step(t, cl, ms)
+			}
+			if got := catchUps(cl); got != before {
+				t.Errorf("a flap within RejoinInterval sent %d more catch-up messages", got-before)
+			}
+			check(ms, func(int) int64 { return truth() })
+		})
+	}
+}
+
+// Without the catch-up the same partition leaves the halves apart: what
+// TestCatchUpAfterSilence heals.
+func TestSilenceWithoutCatchUpLeavesCountsApart(t *testing.T) {
+	// A threshold longer than the partition: never silent.
+	cl := simNet(t, 2, 100, func(c *engine.Config) { c.SilenceThreshold = time.Hour })
+	cl.SetCut(func(from, to int) bool { return from != to })
+	hit(t, cl, 0, 50, "k", 40)
+	ms := int64(0)
+	for ; ms < 12_000; ms += 200 {
+		step(t, cl, ms)
+	}
+	cl.SetCut(nil)
+	for end := ms + 5000; ms < end; ms += 200 {
+		step(t, cl, ms)
+	}
+	if got := count(t, cl, 1, ms, "k"); got != 0 {
+		t.Fatalf("node-1 counts %d; the scenario no longer needs the catch-up", got)
+	}
+}

@@ -1,0 +1,150 @@
+package clustersim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster"
+	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
+)
+
+// coordinator is node j's decision.Coordinator on the simulated network:
+// the engine's asking side (engine.Engine.Ask, Receive, AskExpired), as
+// cluster.Node.Coordinate drives it, with the simulator's network and
+// clock in place of memberlist and the wall clock. The protocol (the
+// coordinator chosen, ask ids, the settled watermark, the release,
+// failover) is the engine's; this holds only the network model.
+//
+// The model of time keeps a check synchronous: the ask is decided by the
+// coordinator at the check's instant (on the coordinator's clock), and the
+// answer, when it comes in time, is taken at that instant too. The latency
+// decides only whether it comes in time: an ask whose round trip, twice
+// the one-way latency, exceeds the deadline gets no answer, nor does one
+// whose ask or answer the network loses (the configured loss rate, drawn
+// from the same seeded source as the sync messages' losses, or a cut).
+// The coordinator still decides an ask that reached it, so a grant may
+// exist there; the asker then gives the ask up at the deadline, sends the
+// release the engine returns, which arrives a latency later (or is lost,
+// with the same probability), and decides alone with the budget. The real
+// deadline of ctx is not consulted: under the race detector a simulated
+// round trip can take longer than 5 ms of wall time, and decisions must
+// not depend on it.
+type coordinator struct {
+	s *Cluster
+	j int // the asking node
+}
+
+// Coordinate puts ask to the key's coordinator (decision.Coordinator).
+func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.Ask, results []counter.Result) (allowed, counted bool, err error) {
+	s, n := sc.s, sc.s.nodes[sc.j]
+	asked, err := n.eng.Ask(t, ask, results)
+	switch {
+	case asked.Local:
+		s.stats.SelfCoordinated++
+		return asked.Decision.Allowed, err == nil, err
+	case asked.Alone:
+		return false, false, fmt.Errorf("%w: every node above %s missed its asks", cluster.ErrNoCoordinator, n.name)
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("clustersim: encoding an ask: %w", err)
+	}
+	k := asked.Out.To
+	ki, ok := s.byName[k]
+	if !ok {
+		return false, false, fmt.Errorf("clustersim: coordinator %q is no simulated node", k)
+	}
+	kn := s.nodes[ki]
+	at := s.now
+	msg := asked.Out.Msgs[0]
+	s.stats.Asks++
+	s.stats.AskBytes += int64(len(msg))
+	inTime := 2*s.cfg.Latency <= s.deadline()
+	var answer engine.Answer
+	var late [][]byte // answers that arrive after the deadline
+	answered := false
+	if !s.lost(sc.j, ki) {
+		rcv, err := kn.eng.Receive(s.clock(kn, at), msg)
+		if err != nil {
+			return false, false, fmt.Errorf("clustersim: %s receiving an ask: %w", k, err)
+		}
+		for _, o := range rcv.Out {
+			if o.Purpose != engine.PurposeAnswer {
+				continue
+			}
+			for _, m := range o.Msgs {
+				s.stats.Answers++
+				s.stats.AnswerBytes += int64(len(m))
+				lost := s.lost(ki, sc.j)
+				if lost || !inTime {
+					// It finds no waiter. Read as an oracle: a grant in it
+					// is an over-count the asker never hears of (orphan).
+					if a, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err != nil {
+						return false, false, fmt.Errorf("clustersim: decoding an answer: %w", err)
+					} else if a.Decided && a.Allowed {
+						s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
+					}
+					if !lost {
+						late = append(late, m)
+					}
+					continue
+				}
+				r, err := n.eng.Receive(s.clock(n, at), m)
+				if err != nil {
+					return false, false, fmt.Errorf("clustersim: %s receiving an answer: %w", n.name, err)
+				}
+				if r.Answered {
+					answer, answered = r.Answer, true
+				}
+			}
+		}
+	}
+	if answered {
+		if !answer.Decided || len(answer.Results) != len(results) {
+			return false, false, fmt.Errorf("%w: %s", cluster.ErrCoordinatorUnable, k)
+		}
+		copy(results, answer.Results)
+		return answer.Allowed, false, nil
+	}
+	// No answer by the deadline: give the ask up and release the grant
+	// the coordinator may have made, so that it stops counting when the
+	// release arrives.
+	dl := s.deadline().Milliseconds()
+	rel, ok, err := n.eng.AskExpired(s.clock(n, at+dl), asked.ID)
+	if err != nil {
+		return false, false, fmt.Errorf("clustersim: giving an ask up: %w", err)
+	}
+	if ok {
+		m := rel.Msgs[0]
+		s.stats.Releases++
+		s.stats.ReleaseBytes += int64(len(m))
+		if arrival := s.post(at+dl+s.latMs, sc.j, ki, m); arrival >= 0 && s.lostGrant.hits > 0 {
+			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
+		}
+	}
+	// A late answer still arrives, a round trip after the ask: nobody
+	// waits for it, but it tells the asker its coordinator is alive, so a
+	// slow coordinator is not failed over as a silent one would be.
+	for _, m := range late {
+		if _, err := n.eng.Receive(s.clock(n, at+2*s.latMs), m); err != nil {
+			return false, false, fmt.Errorf("clustersim: %s receiving a late answer: %w", n.name, err)
+		}
+	}
+	return false, false, context.DeadlineExceeded
+}
+
+// grantTTLMs is how long a coordinator counts a grant its merged slices
+// do not show: two sync intervals and the grace (counter/coordinate.go).
+func (s *Cluster) grantTTLMs() int64 {
+	return 2*s.syncMs + int64(s.cfg.Grace*float64(s.syncMs))
+}
+
+// deadline is the Deciders' deadline.
+func (s *Cluster) deadline() time.Duration {
+	if s.cfg.Deadline > 0 {
+		return s.cfg.Deadline
+	}
+	return decision.DefaultDeadline
+}
