@@ -1,6 +1,7 @@
-package main
+package loadgen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,20 +13,22 @@ import (
 	"unicode/utf8"
 )
 
-// Patterns, spreads and clients, as spelled on the command line.
+// Patterns, spreads and clients, as limitload's flags spell them.
+// PatternStreams has no flag: Config.Streams sets it.
 const (
-	patternSteady       = "steady"
-	patternEdgeBurst    = "edge-burst"
-	patternIntermittent = "intermittent"
-	patternRandom       = "random"
-	patternKeys         = "keys"
+	PatternSteady       = "steady"
+	PatternEdgeBurst    = "edge-burst"
+	PatternIntermittent = "intermittent"
+	PatternRandom       = "random"
+	PatternKeys         = "keys"
+	PatternStreams      = "streams"
 
-	spreadRandom     = "random"
-	spreadRoundRobin = "round-robin"
-	spreadLCG        = "lcg"
+	SpreadRandom     = "random"
+	SpreadRoundRobin = "round-robin"
+	SpreadLCG        = "lcg"
 
-	clientRaw  = "raw"
-	clientHTTP = "http"
+	ClientRaw  = "raw"
+	ClientHTTP = "http"
 )
 
 // seedWindow is the window of the seed design study's patterns; a shorter
@@ -50,8 +53,9 @@ const (
 	maxWorstKeys = 10_000
 )
 
-// Config is one run of limitload. The flags fill it (see newFlagSet); a
-// test can build one directly. Validate must pass before Run uses it.
+// Config is one run. limitload's flags fill every field but those under
+// "Library only", which a program (the e2e tests) sets. Validate must pass
+// before Run uses it.
 type Config struct {
 	// Targets are the nodes' HTTP addresses, HOST:PORT, at least one.
 	// Validate resolves names and, without AllowRemote, refuses any address
@@ -65,7 +69,7 @@ type Config struct {
 	Spread string
 
 	// Pattern is the arrival pattern: steady, edge-burst, intermittent,
-	// random or keys (see patterns.go).
+	// random, keys (see patterns.go), or streams (Streams).
 	Pattern string
 	// Limit and Window are the server's rule for the keys driven: at most
 	// Limit requests in any Window. The accuracy analysis judges against
@@ -134,6 +138,60 @@ type Config struct {
 	CPUProfile string
 	// DryRun prints the schedule as a limitsim trace and sends nothing.
 	DryRun bool
+
+	// Library only: no flag sets these.
+
+	// Streams, if any, are the run's arrivals instead of a pattern's
+	// (Pattern must then be PatternStreams): each its own rate of
+	// requests on its own keys, merged in time order. Their keys are
+	// used as given, without the run id.
+	Streams []Stream
+	// Dial, if set, opens every connection to a target (a network
+	// namespace's dialer, say); nil dials from this process's network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Available, if set, is asked for the target the spread picks; a
+	// target it refuses is passed over for the next one it takes (the
+	// picked one when it takes none), as a load balancer passes over a
+	// node out of rotation. Called from Run's scheduling goroutine.
+	Available func(target int) bool
+	// MaxLate, if positive, drops a request that would be written more
+	// than MaxLate after its instant, instead of sending it late: a
+	// generator that fell behind does not catch up in a burst the nodes
+	// did not get on time. It counts as unsent.
+	MaxLate time.Duration
+	// Observe, if set, is called with every request a worker takes: sent
+	// and answered or failed, or dropped unsent (MaxLate, the run
+	// ending). The workers call it concurrently; it must be quick.
+	Observe func(Outcome)
+}
+
+// A Stream is one source of requests of a PatternStreams run: Rate
+// requests a second, evenly spaced from instant 0 or (Poisson) a Poisson
+// process, until Config.Duration. With Keys above 1 its keys are Key
+// followed by an index in [0, Keys), drawn by Zipf(ZipfS) or uniformly
+// when ZipfS is 0; else its one key is Key.
+type Stream struct {
+	Key     string
+	Keys    int
+	ZipfS   float64
+	Rate    float64
+	Poisson bool
+}
+
+// Outcome is what happened to one request (Config.Observe). Its instants
+// are after Result.Start: Sched when it was due, Sent when it was
+// written and Done when its answer (or error) came; Sent and Done are 0
+// when it was not sent.
+type Outcome struct {
+	Stream   int // its stream in Config.Streams; 0 for the other patterns
+	Key      int // its key's index in the stream; 0 for a single key
+	Target   int // in Config.Targets
+	Sched    time.Duration
+	Sent     time.Duration
+	Done     time.Duration
+	Status   int   // the HTTP status, StatusError or StatusNotSent
+	Err      error // why there is no answer (StatusError)
+	FailOpen bool  // the answer carried X-RateLimit-Error
 }
 
 // DefaultConfig returns the defaults of every flag: the seed's steady 2x on
@@ -141,8 +199,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Targets:   []string{"127.0.0.1:8080"},
-		Spread:    spreadRandom,
-		Pattern:   patternSteady,
+		Spread:    SpreadRandom,
+		Pattern:   PatternSteady,
 		Limit:     600,
 		Window:    seedWindow,
 		Factor:    2,
@@ -150,7 +208,7 @@ func DefaultConfig() Config {
 		ZipfS:     1.1,
 		Seed:      seedLCGSeed,
 		KeyPrefix: "limitload-",
-		Client:    clientRaw,
+		Client:    ClientRaw,
 		Conns:     32,
 		Timeout:   2 * time.Second,
 		Preflight: true,
@@ -162,17 +220,14 @@ func DefaultConfig() Config {
 
 // ErrRemoteTarget is returned by Validate for a target outside the loopback
 // range without AllowRemote.
-var ErrRemoteTarget = errors.New("limitload: target outside the loopback range (127.0.0.0/8, ::1); pass --allow-remote to drive it")
+var ErrRemoteTarget = errors.New("loadgen: target outside the loopback range (127.0.0.0/8, ::1); pass --allow-remote to drive it")
 
-// errConfig marks every other invalid configuration.
-var errConfig = errors.New("limitload: invalid configuration")
+// ErrConfig marks every other invalid configuration.
+var ErrConfig = errors.New("loadgen: invalid configuration")
 
 func configErr(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
 }
-
-// singleKey reports whether the pattern drives one key.
-func (c *Config) singleKey() bool { return c.Pattern != patternKeys }
 
 // limitRate is the limit expressed per second.
 func (c *Config) limitRate() float64 { return float64(c.Limit) / c.Window.Seconds() }
@@ -180,7 +235,7 @@ func (c *Config) limitRate() float64 { return float64(c.Limit) / c.Window.Second
 // Validate checks every field and fills the ones derived from others:
 // Targets become IP:PORT (names resolved), Rate and Duration get their
 // pattern defaults. It returns ErrRemoteTarget or an error wrapping
-// errConfig that names the flag.
+// ErrConfig that names the flag.
 func (c *Config) Validate(resolve func(host string) ([]string, error)) error {
 	if err := c.validatePattern(); err != nil {
 		return err
@@ -189,12 +244,12 @@ func (c *Config) Validate(resolve func(host string) ([]string, error)) error {
 		return err
 	}
 	switch c.Spread {
-	case spreadRandom, spreadRoundRobin, spreadLCG:
+	case SpreadRandom, SpreadRoundRobin, SpreadLCG:
 	default:
 		return configErr("--spread %q: want random, round-robin or lcg", c.Spread)
 	}
 	switch c.Client {
-	case clientRaw, clientHTTP:
+	case ClientRaw, ClientHTTP:
 	default:
 		return configErr("--client %q: want raw or http", c.Client)
 	}
@@ -241,13 +296,20 @@ func (c *Config) validatePattern() error {
 	if !(c.Rate >= 0) || c.Rate > maxRateFlag {
 		return configErr("--rate %v: want 0..%d requests/s", c.Rate, maxRateFlag)
 	}
+	if (c.Pattern == PatternStreams) != (len(c.Streams) > 0) {
+		return configErr("pattern %q with %d streams: streams need pattern %q, and it needs streams", c.Pattern, len(c.Streams), PatternStreams)
+	}
 	switch c.Pattern {
-	case patternSteady, patternEdgeBurst, patternIntermittent:
-	case patternRandom:
+	case PatternSteady, PatternEdgeBurst, PatternIntermittent:
+	case PatternStreams:
+		if err := c.validateStreams(); err != nil {
+			return err
+		}
+	case PatternRandom:
 		if c.Rate == 0 {
 			c.Rate = c.Factor * c.limitRate()
 		}
-	case patternKeys:
+	case PatternKeys:
 		if c.Rate == 0 {
 			return configErr("--pattern keys needs --rate (total requests/s over all keys)")
 		}
@@ -273,7 +335,7 @@ func (c *Config) validatePattern() error {
 // (3 windows) scaled, and 60 s for keys (HS2's run).
 func (c *Config) defaultDuration() time.Duration {
 	switch c.Pattern {
-	case patternKeys:
+	case PatternKeys, PatternStreams:
 		return time.Minute
 	default:
 		return 3 * c.Window
@@ -283,15 +345,64 @@ func (c *Config) defaultDuration() time.Duration {
 // expectedRequests is the size of the schedule, about.
 func (c *Config) expectedRequests() float64 {
 	switch c.Pattern {
-	case patternSteady:
+	case PatternSteady:
 		return c.Factor * c.limitRate() * c.Duration.Seconds()
-	case patternEdgeBurst:
+	case PatternEdgeBurst:
 		return 4 * float64(c.Limit)
-	case patternIntermittent:
+	case PatternIntermittent:
 		return 3 * float64(c.Limit)
+	case PatternStreams:
+		return c.streamsRate() * c.Duration.Seconds()
 	default:
 		return c.Rate * c.Duration.Seconds()
 	}
+}
+
+// streamsRate is the streams' requests per second in all.
+func (c *Config) streamsRate() float64 {
+	var r float64
+	for _, s := range c.Streams {
+		r += s.Rate
+	}
+	return r
+}
+
+// streamsKeys is the number of keys of the streams in all.
+func (c *Config) streamsKeys() int {
+	n := 0
+	for _, s := range c.Streams {
+		n += max(s.Keys, 1)
+	}
+	return n
+}
+
+func (c *Config) validateStreams() error {
+	total := 0
+	for i, s := range c.Streams {
+		if s.Key == "" {
+			return configErr("stream %d: no key", i)
+		}
+		if err := checkKeyText(fmt.Sprintf("stream %d key", i), s.Key, false); err != nil {
+			return err
+		}
+		if len(s.Key)+20 > maxKeyBytes {
+			return configErr("stream %d: keys would exceed %d bytes", i, maxKeyBytes)
+		}
+		if !(s.Rate > 0) || s.Rate > maxRateFlag {
+			return configErr("stream %d: rate %v: want more than 0, at most %d requests/s", i, s.Rate, maxRateFlag)
+		}
+		if s.Keys < 0 || s.Keys > maxKeysFlag {
+			return configErr("stream %d: %d keys: want 0..%d", i, s.Keys, maxKeysFlag)
+		}
+		if s.ZipfS != 0 && !(s.ZipfS > 1) {
+			return configErr("stream %d: Zipf exponent %v: want 0 (uniform) or more than 1", i, s.ZipfS)
+		}
+		total += max(s.Keys, 1)
+	}
+	if total > maxKeysFlag {
+		return configErr("the streams have %d keys, more than %d", total, maxKeysFlag)
+	}
+	return nil
 }
 
 func (c *Config) validateKeys() error {
@@ -311,6 +422,9 @@ func (c *Config) validateKeys() error {
 	}
 	return nil
 }
+
+// CheckRunID refuses a run id that a key cannot carry (see checkKeyText).
+func CheckRunID(id string) error { return checkKeyText("--run-id", id, false) }
 
 // checkKeyText refuses what the server or a limitsim trace cannot carry:
 // invalid UTF-8, white space and control characters.
@@ -343,7 +457,7 @@ func (c *Config) validateTargets(resolve func(host string) ([]string, error)) er
 	}
 	out := make([]string, len(c.Targets))
 	for i, t := range c.Targets {
-		addr, err := resolveTarget(t, c.AllowRemote, resolve)
+		addr, err := ResolveTarget(t, c.AllowRemote, resolve)
 		if err != nil {
 			return err
 		}
@@ -353,9 +467,10 @@ func (c *Config) validateTargets(resolve func(host string) ([]string, error)) er
 	return nil
 }
 
-// resolveTarget validates one target: an optional "http://" prefix, then
-// HOST:PORT.
-func resolveTarget(t string, allowRemote bool, resolve func(host string) ([]string, error)) (string, error) {
+// ResolveTarget validates one target, an optional "http://" prefix then
+// HOST:PORT, and returns it as IP:PORT: resolve looks a host name up, and
+// without allowRemote every address must be loopback (ErrRemoteTarget).
+func ResolveTarget(t string, allowRemote bool, resolve func(host string) ([]string, error)) (string, error) {
 	raw := t
 	t = strings.TrimPrefix(t, "http://")
 	t = strings.TrimSuffix(t, "/")
@@ -376,9 +491,12 @@ func resolveTarget(t string, allowRemote bool, resolve func(host string) ([]stri
 		if host == "" {
 			return "", configErr("--targets %q: empty host", raw)
 		}
+		if resolve == nil {
+			return "", configErr("--targets %q: a host name, and no resolver to look it up", raw)
+		}
 		names, err := resolve(host)
 		if err != nil {
-			return "", fmt.Errorf("%w: --targets %q: %w", errConfig, raw, err)
+			return "", fmt.Errorf("%w: --targets %q: %w", ErrConfig, raw, err)
 		}
 		for _, n := range names {
 			if a, err := netip.ParseAddr(n); err == nil {

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// Status values of a record that are not HTTP codes.
+// Status values of a request that are not HTTP codes.
 const (
-	statusError   = 0  // transport error: no answer
-	statusNotSent = -1 // dispatched but dropped when the run was interrupted
+	StatusError   = 0  // transport error: no answer
+	StatusNotSent = -1 // dispatched but not sent: the run ended first, or it was too late (Config.MaxLate)
 )
 
 // phaseBins is the number of bins of --phase.
@@ -24,7 +24,7 @@ const phaseBins = 10
 type record struct {
 	sent     time.Duration // when it was written, after the start of the run
 	key      int32
-	status   int16 // HTTP status, statusError or statusNotSent
+	status   int16 // HTTP status, StatusError or StatusNotSent
 	target   uint16
 	failOpen bool
 }
@@ -119,8 +119,9 @@ func (s *stats) add(sched, sent, done time.Duration, status int, failOpen bool) 
 	s.sent++
 }
 
-// result is everything a run measured; report turns it into the report.
-type result struct {
+// Result is everything a run measured; Report turns it into the report.
+type Result struct {
+	cfg         *Config
 	runID       string
 	start       time.Time
 	elapsed     time.Duration // from the start to the last answer
@@ -137,13 +138,15 @@ type result struct {
 }
 
 // Run sends cfg's schedule to cfg.Targets and returns what it measured.
+// cfg must have passed Validate; Run keeps it, and it must not change
+// while Run or the Result uses it.
 // ctx ends the run early (Ctrl-C): nothing more is sent, requests already
 // written are answered (within Timeout), and the result says interrupted.
 // The run also stops sending at its deadline, Duration + Timeout after the
 // start, so that a generator far behind an impossible schedule does not run
 // on for minutes: the rest of the schedule is counted as unsent and the
 // result says cut. progress receives a line every cfg.Progress.
-func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *result {
+func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *Result {
 	keys := newKeyNamer(cfg, runID)
 	st := &stats{status: map[int]int{}, phase: cfg.Phase}
 	log := &recordLog{max: cfg.MaxLog}
@@ -164,8 +167,8 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *re
 	// Workers: cfg.Conns per target, each with its own connection.
 	path := checkPathPrefix(cfg.Rule)
 	var client *http.Client
-	if cfg.Client == clientHTTP {
-		client = newHTTPClient(cfg.Conns, cfg.Timeout)
+	if cfg.Client == ClientHTTP {
+		client = newHTTPClient(cfg.Conns, cfg.Timeout, cfg.Dial)
 	}
 	queues := make([]chan job, len(cfg.Targets))
 	var wg sync.WaitGroup
@@ -176,9 +179,10 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *re
 			if client != nil {
 				s = &httpSender{client: client, base: "http://" + addr + path, keys: keys}
 			} else {
-				s = newRawSender(addr, path, keys, cfg.Timeout)
+				s = newRawSender(addr, path, keys, cfg.Timeout, cfg.Dial)
 			}
-			wg.Go(func() { work(runCtx, queues[t], s, start, st) })
+			w := &worker{q: queues[t], s: s, target: t, start: start, st: st, maxLate: cfg.MaxLate, observe: cfg.Observe, keys: keys}
+			wg.Go(func() { w.work(runCtx) })
 		}
 	}
 
@@ -188,7 +192,7 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *re
 		progressDone.Go(func() { reportProgress(progress, cfg.Progress, start, st, stopProgress) })
 	}
 
-	res := &result{runID: runID, start: start, keys: keys, stats: st}
+	res := &Result{cfg: cfg, runID: runID, start: start, keys: keys, stats: st}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 dispatch:
@@ -207,9 +211,12 @@ dispatch:
 			}
 		}
 		t := picker.pick()
+		if cfg.Available != nil {
+			t = available(t, len(cfg.Targets), cfg.Available)
+		}
 		rec := log.next()
 		if rec != nil {
-			rec.key, rec.target, rec.status = a.key, uint16(t), statusNotSent
+			rec.key, rec.target, rec.status = a.key, uint16(t), StatusNotSent
 		}
 		res.count(a)
 		select {
@@ -244,8 +251,28 @@ dispatch:
 	return res
 }
 
+// available is the first target from t on that up takes, or t.
+func available(t, n int, up func(int) bool) int {
+	for i := range n {
+		if u := (t + i) % n; up(u) {
+			return u
+		}
+	}
+	return t
+}
+
+// Start is the run's instant 0: the instants of the schedule, of a trace
+// and of an Outcome are after it.
+func (r *Result) Start() time.Time { return r.start }
+
+// Interrupted reports whether ctx ended the run early.
+func (r *Result) Interrupted() bool { return r.interrupted }
+
+// Report is the run's report, judged against the Config given to Run.
+func (r *Result) Report() Report { return buildReport(r.cfg, r) }
+
 // count adds an arrival taken from the schedule.
-func (r *result) count(a arrival) {
+func (r *Result) count(a arrival) {
 	if r.scheduled == 0 {
 		r.firstSched = a.at
 	}
@@ -253,29 +280,54 @@ func (r *result) count(a arrival) {
 	r.schedSpan = a.at - r.firstSched
 }
 
-// work sends the jobs of one queue on one connection until the queue is
-// closed. Once ctx ends (Ctrl-C, the deadline) the queued jobs are dropped
-// unsent.
-func work(ctx context.Context, q <-chan job, s sender, start time.Time, st *stats) {
-	defer s.close()
-	for j := range q {
-		if ctx.Err() != nil {
-			continue // rec stays statusNotSent
+// worker sends the jobs of one queue on one connection.
+type worker struct {
+	q       <-chan job
+	s       sender
+	target  int
+	start   time.Time
+	st      *stats
+	maxLate time.Duration
+	observe func(Outcome)
+	keys    *keyNamer // to number an Outcome's key in its stream
+}
+
+// work sends the jobs until the queue is closed. Once ctx ends (Ctrl-C,
+// the deadline) the queued jobs are dropped unsent, and so is a job that
+// comes more than maxLate after its instant.
+func (w *worker) work(ctx context.Context) {
+	defer w.s.close()
+	for j := range w.q {
+		if ctx.Err() != nil || w.maxLate > 0 && time.Since(w.start)-j.sched > w.maxLate {
+			w.report(Outcome{Sched: j.sched, Status: StatusNotSent}, j.key) // rec stays StatusNotSent
+			continue
 		}
-		sent := time.Since(start)
-		r, err := s.do(j.key)
-		done := time.Since(start)
+		sent := time.Since(w.start)
+		r, err := w.s.do(j.key)
+		done := time.Since(w.start)
 		status := r.status
 		if err != nil {
-			status = statusError
-			st.errors.Add(1)
+			status = StatusError
+			w.st.errors.Add(1)
 		}
-		st.answered.Add(1)
-		st.add(j.sched, sent, done, status, err == nil && r.failOpen)
+		failOpen := err == nil && r.failOpen
+		w.st.answered.Add(1)
+		w.st.add(j.sched, sent, done, status, failOpen)
 		if j.rec != nil {
-			j.rec.sent, j.rec.status, j.rec.failOpen = sent, int16(status), err == nil && r.failOpen
+			j.rec.sent, j.rec.status, j.rec.failOpen = sent, int16(status), failOpen
 		}
+		w.report(Outcome{Sched: j.sched, Sent: sent, Done: done, Status: status, Err: err, FailOpen: failOpen}, j.key)
 	}
+}
+
+// report gives o, of key, to Config.Observe.
+func (w *worker) report(o Outcome, key int32) {
+	if w.observe == nil {
+		return
+	}
+	g, k := w.keys.group(key)
+	o.Stream, o.Key, o.Target = g, int(k), w.target
+	w.observe(o)
 }
 
 // reportProgress prints one line every interval until stop is closed:

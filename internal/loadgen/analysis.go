@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"github.com/limiterd/limiterd/internal/oracle"
@@ -25,8 +25,8 @@ import (
 // the ends of an interval can be off by the requests in flight; the report
 // of a 9x client can show one request more or less than the server counted.
 
-// keyStats is the accuracy of one key.
-type keyStats struct {
+// KeyStats is the accuracy of one key.
+type KeyStats struct {
 	Key             string  `json:"key"`
 	Requests        int     `json:"requests"`
 	Accepted        int     `json:"accepted"`
@@ -38,8 +38,8 @@ type keyStats struct {
 	FalseRejections int     `json:"false_rejections"`
 }
 
-// accuracy sums the analysis over all keys.
-type accuracy struct {
+// Accuracy sums the analysis over all keys.
+type Accuracy struct {
 	Keys                    int        `json:"keys"`
 	MaxInWindow             int        `json:"max_in_window"`
 	MaxRatio                float64    `json:"max_ratio"`
@@ -48,8 +48,8 @@ type accuracy struct {
 	KeysOver1_1             int        `json:"keys_over_1_1"`
 	FalseRejections         int        `json:"false_rejections"`
 	KeysWithFalseRejections int        `json:"keys_with_false_rejections"`
-	Worst                   []keyStats `json:"worst"`
-	MostFalseRejections     []keyStats `json:"most_false_rejections"`
+	Worst                   []KeyStats `json:"worst"`
+	MostFalseRejections     []KeyStats `json:"most_false_rejections"`
 }
 
 // nfr1 is NFR1's allowance: 1.1 x the limit in any window-long interval.
@@ -62,13 +62,13 @@ type event struct {
 	status int16
 }
 
-// analyse computes the accuracy of recs (statusNotSent records are
+// analyse computes the accuracy of recs (StatusNotSent records are
 // skipped) against limit per window. name turns a key index into its name;
 // worst bounds the two key lists.
-func analyse(recs []record, window time.Duration, limit, worst int, name func(int32) string) accuracy {
+func analyse(recs []record, window time.Duration, limit, worst int, name func(int32) string) Accuracy {
 	evs := make([]event, 0, len(recs))
 	for _, r := range recs {
-		if r.status != statusNotSent {
+		if r.status != StatusNotSent {
 			evs = append(evs, event{at: r.sent, key: r.key, status: r.status})
 		}
 	}
@@ -77,13 +77,13 @@ func analyse(recs []record, window time.Duration, limit, worst int, name func(in
 	})
 
 	var (
-		all      []keyStats
+		all      []KeyStats
 		acc, rej []time.Duration
 	)
 	for i := 0; i < len(evs); {
 		j := i
 		acc, rej = acc[:0], rej[:0]
-		ks := keyStats{Key: name(evs[i].key)}
+		ks := KeyStats{Key: name(evs[i].key)}
 		for ; j < len(evs) && evs[j].key == evs[i].key; j++ {
 			ks.Requests++
 			switch evs[j].status {
@@ -110,8 +110,8 @@ func analyse(recs []record, window time.Duration, limit, worst int, name func(in
 }
 
 // summarise totals the keys and picks the worst of them.
-func summarise(all []keyStats, limit, worst int) accuracy {
-	a := accuracy{Keys: len(all), Worst: []keyStats{}, MostFalseRejections: []keyStats{}}
+func summarise(all []KeyStats, limit, worst int) Accuracy {
+	a := Accuracy{Keys: len(all), Worst: []KeyStats{}, MostFalseRejections: []KeyStats{}}
 	for _, k := range all {
 		if k.MaxInWindow > a.MaxInWindow || (k.MaxInWindow == a.MaxInWindow && a.MaxKey == "") {
 			a.MaxInWindow, a.MaxKey = k.MaxInWindow, k.Key
@@ -130,12 +130,12 @@ func summarise(all []keyStats, limit, worst int) accuracy {
 	a.MaxRatio = float64(a.MaxInWindow) / float64(limit)
 	// Worst first: the highest ratio, then the most false rejections, then
 	// the busiest key, then by name so that the order is stable.
-	slices.SortFunc(all, func(x, y keyStats) int {
+	slices.SortFunc(all, func(x, y KeyStats) int {
 		return cmp.Or(cmp.Compare(y.MaxInWindow, x.MaxInWindow), cmp.Compare(y.FalseRejections, x.FalseRejections),
 			cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Key, y.Key))
 	})
 	a.Worst = append(a.Worst, all[:min(worst, len(all))]...)
-	slices.SortStableFunc(all, func(x, y keyStats) int { return cmp.Compare(y.FalseRejections, x.FalseRejections) })
+	slices.SortStableFunc(all, func(x, y KeyStats) int { return cmp.Compare(y.FalseRejections, x.FalseRejections) })
 	for _, k := range all[:min(worst, len(all))] {
 		if k.FalseRejections > 0 {
 			a.MostFalseRejections = append(a.MostFalseRejections, k)

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// errPreflight marks a target that is not ready for the run.
-var errPreflight = errors.New("limitload: preflight")
+// ErrPreflight marks a target that is not ready for the run.
+var ErrPreflight = errors.New("loadgen: preflight")
 
 // policy is one member of a RateLimit-Policy field: a name, the quota q
 // and the window w in seconds.
@@ -109,33 +109,39 @@ func cutAny(s, seps string) (before, rest string, found bool) {
 	return s, "", false
 }
 
+// Preflight asks every target once for the probe key of run runID (the
+// run's first key with "-preflight" appended), as preflight does.
+func Preflight(cfg *Config, runID string) error {
+	return preflight(cfg, newKeyNamer(cfg, runID).name(0)+"-preflight")
+}
+
 // preflight asks every target once for key and checks that it answers
 // /check with 200 or 429 and that the policy of the rule deciding key has
 // cfg.Limit per cfg.Window: the analysis would be meaningless against
 // another rule. The probe counts one request against key, which is
 // therefore not one of the run's.
 func preflight(cfg *Config, key string) error {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DialContext: cfg.Dial}}
 	defer client.CloseIdleConnections()
 	path := checkPathPrefix(cfg.Rule) + url.QueryEscape(key)
 	wantW := int64(math.Ceil(cfg.Window.Seconds()))
 	for _, addr := range cfg.Targets {
 		resp, err := client.Get("http://" + addr + path)
 		if err != nil {
-			return fmt.Errorf("%w: %s does not answer: %w", errPreflight, addr, err)
+			return fmt.Errorf("%w: %s does not answer: %w", ErrPreflight, addr, err)
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyBytes))
 		resp.Body.Close()
 		if resp.StatusCode != 200 && resp.StatusCode != 429 {
-			return fmt.Errorf("%w: %s answered GET %s with %s, want 200 or 429 (is it limiterd?)", errPreflight, addr, path, resp.Status)
+			return fmt.Errorf("%w: %s answered GET %s with %s, want 200 or 429 (is it limiterd?)", ErrPreflight, addr, path, resp.Status)
 		}
 		field := resp.Header.Get("RateLimit-Policy")
 		if field == "" {
-			return fmt.Errorf("%w: %s: no RateLimit-Policy in the answer to %s: no rule limits the key (or its rule is in shadow mode), so nothing would be rejected", errPreflight, addr, path)
+			return fmt.Errorf("%w: %s: no RateLimit-Policy in the answer to %s: no rule limits the key (or its rule is in shadow mode), so nothing would be rejected", ErrPreflight, addr, path)
 		}
 		pols, err := parsePolicy(field)
 		if err != nil {
-			return fmt.Errorf("%w: %s: RateLimit-Policy %q: %w", errPreflight, addr, field, err)
+			return fmt.Errorf("%w: %s: RateLimit-Policy %q: %w", ErrPreflight, addr, field, err)
 		}
 		match := false
 		for _, p := range pols {
@@ -143,7 +149,7 @@ func preflight(cfg *Config, key string) error {
 		}
 		if !match {
 			return fmt.Errorf("%w: %s decides the key by RateLimit-Policy %s, but --limit %d --window %v (q=%d;w=%d) was given: pass the server's rule",
-				errPreflight, addr, field, cfg.Limit, cfg.Window, cfg.Limit, wantW)
+				ErrPreflight, addr, field, cfg.Limit, cfg.Window, cfg.Limit, wantW)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bufio"
@@ -16,10 +16,12 @@ import (
 // simulated cluster, and the run as it happened (--trace-out), send
 // instants and targets, to replay exactly what the real cluster saw.
 
-// writeSchedule prints cfg's schedule as a trace; with targets, each line
-// carries the target index the spread picks (the same one a real run with
-// the same --seed and --spread sends to).
-func writeSchedule(w io.Writer, cfg *Config, keys *keyNamer) error {
+// WriteSchedule prints cfg's schedule, with the keys of run runID, as a
+// trace; with targets, each line carries the target index the spread
+// picks (the same one a real run with the same --seed and --spread sends
+// to). cfg must have passed Validate.
+func WriteSchedule(w io.Writer, cfg *Config, runID string) error {
+	keys := newKeyNamer(cfg, runID)
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# limitload --dry-run: pattern %s, limit %d per %v, %d target(s), spread %s, seed %d\n",
 		cfg.Pattern, cfg.Limit, cfg.Window, len(cfg.Targets), cfg.Spread, cfg.Seed)
@@ -42,10 +44,10 @@ func writeSchedule(w io.Writer, cfg *Config, keys *keyNamer) error {
 	return bw.Flush()
 }
 
-// writeTrace prints the answered requests of a run (200, 429 or another
+// WriteTrace prints the answered requests of the run (200, 429 or another
 // status; transport errors and unsent requests are left out) by send
 // instant, in whole milliseconds after the start, with their target.
-func writeTrace(w io.Writer, res *result) error {
+func (res *Result) WriteTrace(w io.Writer) error {
 	recs := make([]record, 0, len(res.records))
 	for _, r := range res.records {
 		if r.status > 0 {

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"github.com/limiterd/limiterd/internal/seed"
@@ -141,7 +141,7 @@ func TestZipfSkew(t *testing.T) {
 // TestLCGPicker pins --spread lcg to the seed's node choices (computed
 // independently: s = (s*1103515245 + 12345) % 2**32, node = s*8 // 2**32).
 func TestLCGPicker(t *testing.T) {
-	p := newTargetPicker(spreadLCG, seedLCGSeed, 8)
+	p := newTargetPicker(SpreadLCG, seedLCGSeed, 8)
 	for i, want := range []int{1, 5, 6, 5, 0, 3, 4, 7, 4, 4, 6, 6} {
 		if got := p.pick(); got != want {
 			t.Fatalf("draw %d: node %d, want %d", i, got, want)
@@ -150,7 +150,7 @@ func TestLCGPicker(t *testing.T) {
 }
 
 func TestTargetPickers(t *testing.T) {
-	for _, spread := range []string{spreadRandom, spreadRoundRobin, spreadLCG} {
+	for _, spread := range []string{SpreadRandom, SpreadRoundRobin, SpreadLCG} {
 		p := newTargetPicker(spread, 3, 5)
 		seen := make([]int, 5)
 		for range 5000 {
@@ -166,7 +166,7 @@ func TestTargetPickers(t *testing.T) {
 			}
 		}
 	}
-	rr := newTargetPicker(spreadRoundRobin, 0, 3)
+	rr := newTargetPicker(SpreadRoundRobin, 0, 3)
 	for i := range 7 {
 		if got := rr.pick(); got != i%3 {
 			t.Errorf("round-robin pick %d = %d", i, got)

@@ -1,20 +1,14 @@
-package main
+package loadgen
 
 import (
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/limiterd/limiterd/counter"
-	"github.com/limiterd/limiterd/decision"
-	"github.com/limiterd/limiterd/httpapi"
-	"github.com/limiterd/limiterd/limiter"
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -71,38 +65,8 @@ func FuzzParsePolicy(f *testing.F) {
 	})
 }
 
-// newLimiterServer serves the real /check handler (limiter and counter
-// behind httpapi, as in limiterd) on 127.0.0.1 with the given rule file.
-func newLimiterServer(t testing.TB, rules string) *httptest.Server {
-	t.Helper()
-	rs, err := limiter.Parse("rules.yaml", []byte(rules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := counter.New(counter.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New(c, rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	dec, err := decision.New(decision.DefaultConfig(), lim, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.DefaultConfig(), dec, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api) // listens on 127.0.0.1 on a port it picks
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 func TestPreflight(t *testing.T) {
-	srv := newLimiterServer(t, `
+	srv := nodetest.Serve(t, `
 rules:
   - name: default
     limit: 600
@@ -141,7 +105,7 @@ rules:
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
-		case tt.err != "" && (err == nil || !errors.Is(err, errPreflight) || !strings.Contains(err.Error(), tt.err)):
+		case tt.err != "" && (err == nil || !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), tt.err)):
 			t.Errorf("%s: %v, want an error with %q", tt.name, err, tt.err)
 		}
 	}

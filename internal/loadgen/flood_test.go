@@ -1,9 +1,9 @@
-package main
+package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -51,15 +51,9 @@ func TestFloodSendsEveryKeyOnce(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Stop()
 
-	var out, errb bytes.Buffer
-	code := floodMain(context.Background(), []string{"-target", ln.Addr().String(), "-keys", "1300", "-first", "36", "-per-call", "64", "-conns", "3", "-descriptor-key", "user", "-domain", "d"}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var r floodReport
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	c := DefaultFloodConfig()
+	c.Target, c.Keys, c.First, c.PerCall, c.Conns, c.DescriptorKey, c.Domain = ln.Addr().String(), 1300, 36, 64, 3, "user", "d"
+	r := flood(t, c)
 	// 1300 keys, 64 a call: 20 full calls and one of 20.
 	if r.Keys != 1300 || r.Calls != 21 || r.FailedCalls != 0 || !r.Complete || r.KeysPerSec <= 0 {
 		t.Fatalf("report %+v", r)
@@ -87,26 +81,45 @@ func TestFloodStopsAtMaxDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close() // accepts nothing: every call waits
-	var out, errb bytes.Buffer
 	start := time.Now()
-	code := floodMain(context.Background(), []string{"-target", ln.Addr().String(), "-keys", "100", "-max-duration", "300ms", "-call-timeout", "100ms"}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var r floodReport
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
+	c := DefaultFloodConfig()
+	c.Target, c.Keys, c.MaxDuration, c.CallTimeout = ln.Addr().String(), 100, 300*time.Millisecond, 100*time.Millisecond
+	r := flood(t, c)
 	if r.Complete || r.Keys != 0 || time.Since(start) > 5*time.Second {
 		t.Fatalf("report %+v after %v", r, time.Since(start))
 	}
 }
 
-func TestFloodUsage(t *testing.T) {
-	for _, args := range [][]string{{"-per-call", "65"}, {"-keys", "0"}, {"-conns", "0"}, {"extra"}, {"-max-duration", "0s"}, {"-target", "192.0.2.1:8081"}} {
-		var out, errb bytes.Buffer
-		if code := floodMain(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {
-			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, errb.String())
-		}
+// flood validates c, floods, and returns the report as limitload flood
+// prints it, read back from its JSON.
+func flood(t *testing.T, c FloodConfig) FloodReport {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Flood(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back FloodReport
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return back
+}
+
+func TestFloodConfigValidate(t *testing.T) {
+	if err := DefaultFloodConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	c := DefaultFloodConfig()
+	c.PerCall, c.Conns = 65, 0
+	err := c.Validate()
+	if !errors.Is(err, ErrFloodConfig) || !strings.Contains(err.Error(), "-per-call") || !strings.Contains(err.Error(), "-conns") {
+		t.Fatalf("per-call 65 and conns 0: %v, want both problems", err)
 	}
 }

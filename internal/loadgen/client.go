@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bufio"
@@ -8,49 +8,76 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
 )
 
-// keyNamer names and URL-encodes the keys of a run: the single key of the
-// single-key patterns, or prefix + index for the keys pattern.
+// keyNamer names and URL-encodes the keys of a run. Keys are numbered
+// over the whole run: each of its groups (the pattern's keys, or a
+// stream's) holds the keys [base, base+n), one named key or prefix+index.
 type keyNamer struct {
-	single    string // single-key patterns: the key
-	prefix    string // keys pattern: what precedes the index
-	escSingle []byte
-	escPrefix []byte
-	many      bool
+	groups []keyGroup
+}
+
+type keyGroup struct {
+	base, n int32
+	name    string // the key, or the prefix of the keys
+	esc     []byte // name URL-encoded
+	many    bool   // keys are name + index in the group
 }
 
 func newKeyNamer(cfg *Config, runID string) *keyNamer {
-	k := &keyNamer{many: !cfg.singleKey()}
-	if k.many {
-		k.prefix = cfg.KeyPrefix + runID + "-k"
-		k.escPrefix = []byte(url.QueryEscape(k.prefix))
-		return k
+	k := &keyNamer{}
+	switch cfg.Pattern {
+	case PatternKeys:
+		k.add(cfg.KeyPrefix+runID+"-k", int32(cfg.Keys), true)
+	case PatternStreams:
+		for _, s := range cfg.Streams {
+			k.add(s.Key, int32(max(s.Keys, 1)), s.Keys > 1)
+		}
+	default:
+		single := cfg.Key
+		if single == "" {
+			single = cfg.KeyPrefix + cfg.Pattern + "-" + runID
+		}
+		k.add(single, 1, false)
 	}
-	k.single = cfg.Key
-	if k.single == "" {
-		k.single = cfg.KeyPrefix + cfg.Pattern + "-" + runID
-	}
-	k.escSingle = []byte(url.QueryEscape(k.single))
 	return k
 }
 
-func (k *keyNamer) name(i int32) string {
-	if !k.many {
-		return k.single
+func (k *keyNamer) add(name string, n int32, many bool) {
+	base := int32(0)
+	if len(k.groups) > 0 {
+		last := k.groups[len(k.groups)-1]
+		base = last.base + last.n
 	}
-	return k.prefix + strconv.Itoa(int(i))
+	k.groups = append(k.groups, keyGroup{base: base, n: n, name: name, esc: []byte(url.QueryEscape(name)), many: many})
+}
+
+// group returns the index of key i's group and i's index in it.
+func (k *keyNamer) group(i int32) (int, int32) {
+	g := sort.Search(len(k.groups), func(g int) bool { return k.groups[g].base+k.groups[g].n > i })
+	g = min(g, len(k.groups)-1)
+	return g, i - k.groups[g].base
+}
+
+func (k *keyNamer) name(i int32) string {
+	g, j := k.group(i)
+	if !k.groups[g].many {
+		return k.groups[g].name
+	}
+	return k.groups[g].name + strconv.Itoa(int(j))
 }
 
 func (k *keyNamer) appendEscaped(b []byte, i int32) []byte {
-	if !k.many {
-		return append(b, k.escSingle...)
+	g, j := k.group(i)
+	b = append(b, k.groups[g].esc...)
+	if !k.groups[g].many {
+		return b
 	}
-	b = append(b, k.escPrefix...)
-	return strconv.AppendInt(b, int64(i), 10) // digits need no escaping
+	return strconv.AppendInt(b, int64(j), 10) // digits need no escaping
 }
 
 // checkPathPrefix is "/check?" with the rule parameter, up to "key=".
@@ -73,7 +100,7 @@ type rawSender struct {
 	path    string // checkPathPrefix
 	keys    *keyNamer
 	timeout time.Duration
-	dialer  net.Dialer
+	dial    dialFunc
 
 	conn   net.Conn
 	br     *bufio.Reader
@@ -81,8 +108,15 @@ type rawSender struct {
 	reused bool // conn carried a request before
 }
 
-func newRawSender(addr, path string, keys *keyNamer, timeout time.Duration) *rawSender {
-	return &rawSender{addr: addr, path: path, keys: keys, timeout: timeout, dialer: net.Dialer{Timeout: timeout}}
+// dialFunc opens a connection (Config.Dial).
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// newRawSender sends to addr, dialling with dial (nil: net.Dialer's).
+func newRawSender(addr, path string, keys *keyNamer, timeout time.Duration, dial dialFunc) *rawSender {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: timeout}).DialContext
+	}
+	return &rawSender{addr: addr, path: path, keys: keys, timeout: timeout, dial: dial}
 }
 
 // do sends one check. A request written on a reused connection that the
@@ -100,7 +134,9 @@ func (s *rawSender) do(key int32) (rawResponse, error) {
 
 func (s *rawSender) try(key int32) (rawResponse, error) {
 	if s.conn == nil {
-		c, err := s.dialer.Dial("tcp", s.addr)
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		c, err := s.dial(ctx, "tcp", s.addr)
+		cancel()
 		if err != nil {
 			return rawResponse{}, err
 		}
@@ -156,13 +192,17 @@ type httpSender struct {
 
 // newHTTPClient is net/http tuned for many small requests in flight to a
 // few hosts: a keep-alive connection per worker, no compression, no
-// HTTP/2, no proxy from the environment.
-func newHTTPClient(conns int, timeout time.Duration) *http.Client {
+// HTTP/2, no proxy from the environment. dial opens the connections (nil:
+// net.Dialer's).
+func newHTTPClient(conns int, timeout time.Duration, dial dialFunc) *http.Client {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         dial,
 			MaxIdleConns:        0, // no global cap; the per-host caps apply
 			MaxIdleConnsPerHost: conns,
 			MaxConnsPerHost:     conns,

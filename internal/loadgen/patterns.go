@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	seedpkg "github.com/limiterd/limiterd/internal/seed"
@@ -25,17 +25,91 @@ type schedule interface {
 // newSchedule builds cfg's schedule. cfg must have passed Validate.
 func newSchedule(cfg *Config) schedule {
 	switch cfg.Pattern {
-	case patternSteady:
+	case PatternSteady:
 		return &listSchedule{at: seedpkg.Steady(cfg.Limit, cfg.Window, cfg.Factor, cfg.Duration)}
-	case patternEdgeBurst:
+	case PatternEdgeBurst:
 		return &listSchedule{at: capTimes(seedpkg.EdgeBurst(cfg.Limit, cfg.Window), cfg.Duration)}
-	case patternIntermittent:
+	case PatternIntermittent:
 		return &listSchedule{at: capTimes(seedpkg.Intermittent(cfg.Limit, cfg.Window), cfg.Duration)}
-	case patternRandom:
+	case PatternRandom:
 		return newPoisson(cfg.Seed, cfg.Rate, cfg.Duration, nil)
-	default: // patternKeys
+	case PatternStreams:
+		return newStreams(cfg)
+	default: // PatternKeys
 		return newPoisson(cfg.Seed, cfg.Rate, cfg.Duration, newKeyPicker(cfg.Seed, cfg.Keys, cfg.ZipfS))
 	}
+}
+
+// streams merges the schedules of Config.Streams in time order (of two
+// arrivals at the same instant, the earlier stream's first), each
+// stream's keys numbered after the keys of the streams before it.
+type streams struct {
+	gens []schedule
+	base []int32
+	head []arrival // each generator's next arrival
+	ok   []bool    // head holds one
+}
+
+func newStreams(cfg *Config) *streams {
+	m := &streams{}
+	base := int32(0)
+	for i, st := range cfg.Streams {
+		var keys *keyPicker
+		if st.Keys > 1 {
+			keys = newKeyPickerStream(cfg.Seed, uint64(2*i+101), st.Keys, st.ZipfS)
+		}
+		var g schedule
+		if st.Poisson {
+			p := newPoisson(cfg.Seed, st.Rate, cfg.Duration, keys)
+			p.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(2*i+100)))
+			g = p
+		} else {
+			g = &steadyStream{rate: st.Rate, end: cfg.Duration, keys: keys}
+		}
+		m.gens = append(m.gens, g)
+		m.base = append(m.base, base)
+		base += int32(max(st.Keys, 1))
+		a, ok := g.next()
+		m.head, m.ok = append(m.head, a), append(m.ok, ok)
+	}
+	return m
+}
+
+func (m *streams) next() (arrival, bool) {
+	best := -1
+	for i, ok := range m.ok {
+		if ok && (best < 0 || m.head[i].at < m.head[best].at) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return arrival{}, false
+	}
+	a := m.head[best]
+	a.key += m.base[best]
+	m.head[best], m.ok[best] = m.gens[best].next()
+	return a, true
+}
+
+// steadyStream is rate arrivals a second, request k at k/rate, until end.
+type steadyStream struct {
+	rate float64
+	end  time.Duration
+	k    int64
+	keys *keyPicker // nil: key 0
+}
+
+func (s *steadyStream) next() (arrival, bool) {
+	ns := float64(s.k) / s.rate * float64(time.Second)
+	if ns >= float64(s.end) {
+		return arrival{}, false
+	}
+	s.k++
+	a := arrival{at: time.Duration(ns)}
+	if s.keys != nil {
+		a.key = s.keys.pick()
+	}
+	return a, true
 }
 
 // listSchedule is a precomputed single-key schedule.
@@ -103,7 +177,12 @@ type keyPicker struct {
 }
 
 func newKeyPicker(seed uint64, n int, s float64) *keyPicker {
-	rng := rand.New(rand.NewPCG(seed, 2))
+	return newKeyPickerStream(seed, 2, n, s)
+}
+
+// newKeyPickerStream is newKeyPicker drawing from the PCG stream stream.
+func newKeyPickerStream(seed, stream uint64, n int, s float64) *keyPicker {
+	rng := rand.New(rand.NewPCG(seed, stream))
 	k := &keyPicker{rng: rng, n: n}
 	if s != 0 && n > 1 {
 		k.zipf = rand.NewZipf(rng, s, 1, uint64(n-1))
@@ -125,9 +204,9 @@ type targetPicker interface {
 
 func newTargetPicker(spread string, seed uint64, n int) targetPicker {
 	switch spread {
-	case spreadRoundRobin:
+	case SpreadRoundRobin:
 		return &roundRobin{n: n}
-	case spreadLCG:
+	case SpreadLCG:
 		return &lcgPicker{g: seedpkg.NewLCG(uint32(seed)), n: n}
 	default:
 		return &randomPicker{rng: rand.New(rand.NewPCG(seed, 3)), n: n}

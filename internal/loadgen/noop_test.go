@@ -1,38 +1,25 @@
-package main
+package loadgen
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's and the test's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestServeNoop: the no-op servers answer /check with 200 and the policy
 // limitload's preflight wants, on every address, until the context ends.
 func TestServeNoop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var errs syncBuffer
-	done := make(chan int)
+	var errs nodetest.LockedBuffer
+	done := make(chan error)
 	go func() {
-		done <- serveNoop(ctx, []string{"-listen", "127.0.0.1:0,127.0.0.1:0", "-limit", "600", "-window", "60s"}, &errs)
+		done <- ServeNoop(ctx, []string{"127.0.0.1:0", "127.0.0.1:0"}, 600, 60*time.Second, &errs)
 	}()
 	re := regexp.MustCompile(`serving no-op /check on (127\.0\.0\.1:\d+)`)
 	var addrs []string
@@ -57,7 +44,7 @@ func TestServeNoop(t *testing.T) {
 		}
 	}
 	cancel()
-	if code := <-done; code != exitOK {
-		t.Fatalf("exit %d", code)
+	if err := <-done; err != nil {
+		t.Fatalf("served with %v", err)
 	}
 }

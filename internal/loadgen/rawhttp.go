@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ const (
 	maxBodyBytes   = 1 << 20
 )
 
-var errMalformed = errors.New("limitload: malformed HTTP response")
+var errMalformed = errors.New("loadgen: malformed HTTP response")
 
 // rawResponse is what the load driver needs of an answer.
 type rawResponse struct {

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"github.com/limiterd/limiterd/internal/seed"
@@ -153,19 +153,19 @@ func TestAnalyse(t *testing.T) {
 		{sent: ms(1500), key: 1, status: 429},
 		{sent: ms(1550), key: 1, status: 200},
 		{sent: ms(1600), key: 1, status: 429},
-		{sent: ms(1700), key: 1, status: statusError},
+		{sent: ms(1700), key: 1, status: StatusError},
 		{sent: ms(1800), key: 1, status: 503},
 		// key 2: only unsent (Ctrl-C) and one error: requests 1, nothing accepted.
-		{sent: 0, key: 2, status: statusNotSent},
-		{sent: ms(5), key: 2, status: statusError},
-		{sent: 0, key: 3, status: statusNotSent},
+		{sent: 0, key: 2, status: StatusNotSent},
+		{sent: ms(5), key: 2, status: StatusError},
+		{sent: 0, key: 3, status: StatusNotSent},
 	}
 	a := analyse(recs, time.Second, 2, 10, func(k int32) string { return fmt.Sprintf("key-%d", k) })
 	if a.Keys != 3 || a.MaxInWindow != 3 || a.MaxKey != "key-0" || a.MaxRatio != 1.5 || a.KeysOverLimit != 1 || a.KeysOver1_1 != 1 ||
 		a.FalseRejections != 1 || a.KeysWithFalseRejections != 1 {
 		t.Errorf("summary %+v", a)
 	}
-	want := []keyStats{
+	want := []KeyStats{
 		{Key: "key-0", Requests: 4, Accepted: 3, Rejected: 1, MaxInWindow: 3, MaxWindowAtMs: 0, Ratio: 1.5},
 		{Key: "key-1", Requests: 7, Accepted: 3, Rejected: 2, Other: 2, MaxInWindow: 2, MaxWindowAtMs: 1400, Ratio: 1, FalseRejections: 1},
 		{Key: "key-2", Requests: 1, Other: 1},

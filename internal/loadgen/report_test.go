@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // fixedResult is a small run built by hand: no clock, no network.
-func fixedResult(cfg *Config) *result {
+func fixedResult(cfg *Config) *Result {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	st := &stats{status: map[int]int{}, phase: cfg.Phase, wall: start}
 	ms := func(m float64) time.Duration { return time.Duration(m * float64(time.Millisecond)) }
@@ -41,14 +41,14 @@ func fixedResult(cfg *Config) *result {
 		{sent: ms(50), key: 0, status: 200, target: 1},
 		{sent: ms(100), key: 0, status: 429, target: 0},
 		{sent: ms(150), key: 0, status: 200, target: 1, failOpen: true},
-		{sent: ms(200), key: 0, status: statusError, target: 0},
+		{sent: ms(200), key: 0, status: StatusError, target: 0},
 		{sent: ms(250), key: 0, status: 429, target: 1},
 	}
 	for i, r := range recs {
 		sched := time.Duration(i) * 50 * time.Millisecond
 		st.add(sched, r.sent, r.sent+ms(0.2+0.1*float64(i)), int(r.status), r.failOpen)
 	}
-	return &result{
+	return &Result{cfg: cfg,
 		runID: "rtest", start: start, elapsed: ms(251),
 		scheduled: len(recs), schedSpan: ms(250), records: recs, keys: newKeyNamer(cfg, "rtest"), stats: st,
 		cpu: 20 * time.Millisecond,
@@ -67,10 +67,10 @@ func TestReportGolden(t *testing.T) {
 	cfg := goldenConfig()
 	rep := buildReport(&cfg, fixedResult(&cfg))
 	var text, js bytes.Buffer
-	if err := writeText(&text, &rep); err != nil {
+	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeJSON(&js, &rep); err != nil {
+	if err := rep.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "report.golden", text.Bytes())
@@ -123,15 +123,15 @@ func TestWriteTraces(t *testing.T) {
 	res.records[1].sent = 5 * time.Millisecond // out of order: sorted by send instant
 	res.records[0].sent = 7 * time.Millisecond
 	var b bytes.Buffer
-	if err := writeTrace(&b, res); err != nil {
+	if err := res.WriteTrace(&b); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "trace.golden", b.Bytes())
 
-	cfg.Pattern, cfg.Limit, cfg.Window, cfg.Duration = patternEdgeBurst, 3, 1200*time.Millisecond, 3600*time.Millisecond
-	cfg.Spread = spreadLCG
+	cfg.Pattern, cfg.Limit, cfg.Window, cfg.Duration = PatternEdgeBurst, 3, 1200*time.Millisecond, 3600*time.Millisecond
+	cfg.Spread = SpreadLCG
 	b.Reset()
-	if err := writeSchedule(&b, &cfg, newKeyNamer(&cfg, "rtest")); err != nil {
+	if err := WriteSchedule(&b, &cfg, "rtest"); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "schedule.golden", b.Bytes())

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	seedpkg "github.com/limiterd/limiterd/internal/seed"
@@ -21,8 +21,8 @@ const reportVersion = 1
 // requests before the report says it fell behind schedule.
 const behindLimit = 10 * time.Millisecond
 
-// Report is the final report, the JSON of --json. doc.go documents every
-// field; the names are stable within a Version.
+// Report is the final report, limitload's JSON with --json (its doc
+// documents every field); the names are stable within a Version.
 type Report struct {
 	Version   int      `json:"version"`
 	RunID     string   `json:"run_id"`
@@ -51,10 +51,10 @@ type Report struct {
 	TargetRate   float64 `json:"target_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
 
-	Latency        percentiles    `json:"latency_ms"`
-	Response       percentiles    `json:"response_ms"`
-	Behind         percentiles    `json:"behind_schedule_ms"`
-	ByPhase        []phaseBin     `json:"latency_by_phase"`
+	Latency        Percentiles    `json:"latency_ms"`
+	Response       Percentiles    `json:"response_ms"`
+	Behind         Percentiles    `json:"behind_schedule_ms"`
+	ByPhase        []PhaseBin     `json:"latency_by_phase"`
 	BehindSchedule bool           `json:"behind_schedule"`
 	Status         map[string]int `json:"status"`
 	FailOpen       int            `json:"fail_open"`
@@ -62,11 +62,11 @@ type Report struct {
 
 	Analysed     int      `json:"analysed"`
 	LogTruncated bool     `json:"log_truncated"`
-	Accuracy     accuracy `json:"accuracy"`
+	Accuracy     Accuracy `json:"accuracy"`
 }
 
-// phaseBin is the latency of the requests sent in one tenth of --phase.
-type phaseBin struct {
+// PhaseBin is the latency of the requests sent in one tenth of --phase.
+type PhaseBin struct {
 	FromMs   float64 `json:"from_ms"`
 	ToMs     float64 `json:"to_ms"`
 	Requests uint64  `json:"requests"`
@@ -75,8 +75,8 @@ type phaseBin struct {
 	Max      float64 `json:"max"`
 }
 
-// percentiles of a histogram, in milliseconds.
-type percentiles struct {
+// Percentiles of a histogram, in milliseconds.
+type Percentiles struct {
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
 	P99  float64 `json:"p99"`
@@ -85,8 +85,8 @@ type percentiles struct {
 	Mean float64 `json:"mean"`
 }
 
-func percentilesOf(h *histogram) percentiles {
-	return percentiles{
+func percentilesOf(h *histogram) Percentiles {
+	return Percentiles{
 		P50: ms(h.quantile(0.50)), P90: ms(h.quantile(0.90)), P99: ms(h.quantile(0.99)),
 		P999: ms(h.quantile(0.999)), Max: ms(h.max), Mean: ms(h.mean()),
 	}
@@ -102,7 +102,7 @@ func rateOver(n int, span time.Duration) float64 {
 }
 
 // buildReport turns a run into its report.
-func buildReport(cfg *Config, res *result) Report {
+func buildReport(cfg *Config, res *Result) Report {
 	st := res.stats
 	r := Report{
 		Version: reportVersion, RunID: res.runID, Targets: cfg.Targets, Spread: cfg.Spread, Pattern: cfg.Pattern,
@@ -120,16 +120,19 @@ func buildReport(cfg *Config, res *result) Report {
 		Status:         map[string]int{}, FailOpen: st.failOpen, GeneratorCPU: res.cpu.Seconds(),
 		LogTruncated: res.truncated,
 	}
-	if cfg.Pattern == patternKeys {
+	switch cfg.Pattern {
+	case PatternKeys:
 		r.Keys, r.ZipfS = cfg.Keys, cfg.ZipfS
+	case PatternStreams:
+		r.Keys, r.Rate = cfg.streamsKeys(), cfg.streamsRate()
 	}
-	r.ByPhase = []phaseBin{}
+	r.ByPhase = []PhaseBin{}
 	for i := range st.phases {
 		if cfg.Phase == 0 {
 			break
 		}
 		h := &st.phases[i]
-		r.ByPhase = append(r.ByPhase, phaseBin{
+		r.ByPhase = append(r.ByPhase, PhaseBin{
 			FromMs: ms(cfg.Phase * time.Duration(i) / phaseBins), ToMs: ms(cfg.Phase * time.Duration(i+1) / phaseBins),
 			Requests: h.n, P50: ms(h.quantile(0.5)), P99: ms(h.quantile(0.99)), Max: ms(h.max),
 		})
@@ -138,7 +141,7 @@ func buildReport(cfg *Config, res *result) Report {
 		r.Status[statusName(code)] = n
 	}
 	for _, rec := range res.records {
-		if rec.status != statusNotSent {
+		if rec.status != StatusNotSent {
 			r.Analysed++
 		}
 	}
@@ -147,25 +150,26 @@ func buildReport(cfg *Config, res *result) Report {
 }
 
 func statusName(code int) string {
-	if code == statusError {
+	if code == StatusError {
 		return "error"
 	}
 	return strconv.Itoa(code)
 }
 
-func writeJSON(w io.Writer, r *Report) error {
+// WriteJSON writes the report as one indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
-// writeText prints the report for people.
-func writeText(w io.Writer, r *Report) error {
+// WriteText writes the report for people.
+func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	window := time.Duration(r.WindowMs) * time.Millisecond
 	fmt.Fprintf(bw, "limitload %s: pattern %s, limit %d per %v, %d target(s), spread %s, client %s x %d conns/target\n",
 		r.RunID, describePattern(r), r.Limit, window, len(r.Targets), r.Spread, r.Client, r.Conns)
-	if r.Pattern != patternKeys && r.Pattern != patternRandom && r.SeedScale != 1 {
+	if r.Pattern != PatternKeys && r.Pattern != PatternRandom && r.SeedScale != 1 {
 		fmt.Fprintf(bw, "  window %v: the seed's 60 s patterns are scaled by %.4g (its 5 s slice is %v here)\n",
 			window, r.SeedScale, seedpkg.SliceOf(window))
 	}
@@ -197,7 +201,7 @@ func writeText(w io.Writer, r *Report) error {
 	if r.LogTruncated {
 		fmt.Fprintln(bw, "  the log was full (--max-log): later requests were sent but not analysed")
 	}
-	if r.Pattern == patternKeys {
+	if r.Pattern == PatternKeys {
 		fmt.Fprintf(bw, "  %d keys; most accepted in any %v: %d (%.3f x limit, key %s); keys over the limit %d, over 1.1x %d\n",
 			a.Keys, window, a.MaxInWindow, a.MaxRatio, a.MaxKey, a.KeysOverLimit, a.KeysOver1_1)
 		fmt.Fprintf(bw, "  false rejections %d in %d keys; the %d worst keys:\n", a.FalseRejections, a.KeysWithFalseRejections, len(a.Worst))
@@ -212,7 +216,7 @@ func writeText(w io.Writer, r *Report) error {
 		fmt.Fprintf(bw, "  %-32s %9d %9d %9d %6d %11d %7.3f %6s %10d\n", k.Key, k.Requests, k.Accepted, k.Rejected, k.Other,
 			k.MaxInWindow, k.Ratio, within, k.FalseRejections)
 	}
-	if r.Pattern == patternKeys && len(a.MostFalseRejections) > 0 {
+	if r.Pattern == PatternKeys && len(a.MostFalseRejections) > 0 {
 		fmt.Fprintln(bw, "  most false rejections:")
 		for _, k := range a.MostFalseRejections {
 			fmt.Fprintf(bw, "  %-32s %9d %9d %9d %6d %11d %7.3f %6s %10d\n", k.Key, k.Requests, k.Accepted, k.Rejected, k.Other,
@@ -224,11 +228,13 @@ func writeText(w io.Writer, r *Report) error {
 
 func describePattern(r *Report) string {
 	switch r.Pattern {
-	case patternSteady:
+	case PatternSteady:
 		return fmt.Sprintf("steady %gx", r.Factor)
-	case patternRandom:
+	case PatternRandom:
 		return fmt.Sprintf("random (Poisson, %g/s)", r.Rate)
-	case patternKeys:
+	case PatternStreams:
+		return fmt.Sprintf("streams (%d keys, %g/s in total, %v)", r.Keys, r.Rate, time.Duration(r.Duration*float64(time.Millisecond)))
+	case PatternKeys:
 		skew := "uniform"
 		if r.ZipfS != 0 {
 			skew = fmt.Sprintf("Zipf s=%g", r.ZipfS)
@@ -254,7 +260,7 @@ func statusLine(m map[string]int) string {
 	return s
 }
 
-func writePercentiles(w io.Writer, what string, p percentiles) {
+func writePercentiles(w io.Writer, what string, p Percentiles) {
 	fmt.Fprintf(w, "%s: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (mean %.3f)\n",
 		what, p.P50, p.P90, p.P99, p.P999, p.Max, p.Mean)
 }
