@@ -1,4 +1,4 @@
-package e2e
+package soak
 
 import (
 	"errors"
@@ -277,12 +277,12 @@ func soakSection(rows []soakRow, restarts []soakRestart, verdict string, rate in
 		cmd += " RATE=" + strconv.Itoa(rate)
 	}
 	fmt.Fprintf(&b, "%s\n## Soak\n\n", soakBegin)
-	fmt.Fprintf(&b, "`make soak` (not in CI; `DURATION`, default 30m, and `RATE`, default %d checks/s) runs `TestSoak` in e2e/soak_test.go: "+
+	fmt.Fprintf(&b, "`make soak` (not in CI; `DURATION`, default 30m, and `RATE`, default %d checks/s) runs `TestSoak` in e2e/soak/soak_test.go: "+
 		"%d limiterd processes on 127.0.0.1 at half the HS2 rate this machine sustains (BENCHMARKS.md: 12,000 checks/s with p99 under 10 ms), "+
 		"%d keys drawn by Zipf(s=%g) with HS2's rule (%d per %.0f s), spread at random over the nodes, and a node restarted every minute, "+
 		"SIGTERM and SIGKILL in turn, round-robin, with the same name and ports (node-0, the seed, comes back joining the others). "+
 		"Six judge keys keep their whole decision logs: three compliant (0.5, 0.8 and 0.9 × the limit's rate), three abusive (2, 5 and 20 ×). "+
-		"The clients keep at most %d connections to a node alive, and measure each check's latency from sending it to reading its answer. "+
+		"The load is limitload's driver (internal/loadgen): it keeps %d connections to each node alive, sends each check at its instant or not at all when more than 1 s late, and measures its latency from writing it to reading its answer. "+
 		"At each minute's end it reads every node's resident memory (VmRSS), goroutines (`go_goroutines`) and open descriptors (/proc/PID/fd).\n\n",
 		soakDefaultRate, soakNodes, soakKeys, soakZipfS, soakLimit, soakWindow.Seconds(), soakConns)
 	fmt.Fprintf(&b, "Last run: `%s`, %s, on %s. A node lives at most %d minutes (the round-robin restarts it), so a leak inside one process shows as a climb over its first %d minutes, then a sawtooth.\n\n",

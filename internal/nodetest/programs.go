@@ -1,4 +1,4 @@
-package e2e
+package nodetest
 
 import (
 	"context"
@@ -16,13 +16,57 @@ import (
 	"time"
 )
 
-// The programs the proxy and deploy tests run come from Debian's packages,
-// installed by the first test that needs one when the machine lacks it
-// (CI's machine is a fresh Debian, as root).
+// The programs the tests run: this module's commands, built once per test
+// binary, and the system's, from Debian's packages, installed by the first
+// test that needs one when the machine lacks it (CI's machine is a fresh
+// Debian, as root).
 
-// debianInstalls holds one *debianPackage per Debian package: each is
-// installed at most once per test binary run.
-var debianInstalls sync.Map
+// builds holds one *build per command of cmd/, and installs one
+// *debianPackage per Debian package: the test binary's processes share
+// them, so that each is built or installed once however many tests and
+// packages' helpers ask (package state, as a cache of what is on disk).
+var builds, installs sync.Map
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// modulePath is this module's, whose commands Build builds.
+const modulePath = "github.com/limiterd/limiterd"
+
+// Build returns the path of this module's command name (cmd/name), built
+// once per test binary into a directory of its own; for limiterd,
+// LIMITERD_E2E_BIN names a binary built elsewhere instead (a clean tree,
+// an older commit). It fails t if the build fails.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore(name, &build{})
+	b := v.(*build)
+	b.once.Do(func() {
+		if bin := os.Getenv("LIMITERD_E2E_BIN"); bin != "" && name == "limiterd" {
+			b.path = bin
+			return
+		}
+		dir, err := os.MkdirTemp("", "limiterd-e2e-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, name)
+		// By import path: go test runs in the test's package directory,
+		// anywhere in the module.
+		out, err := exec.Command("go", "build", "-o", b.path, modulePath+"/cmd/"+name).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
 
 type debianPackage struct {
 	once sync.Once
@@ -30,15 +74,16 @@ type debianPackage struct {
 	err  error
 }
 
-// debianProgram returns the path of the program name, installing Debian's
-// package pkg first when it is missing. It skips the test when the package
-// cannot be installed (not root, no apt-get, no network...), saying why.
-func debianProgram(t *testing.T, pkg, name string) string {
+// DebianProgram returns the path of the program name, installing Debian's
+// package pkg first when it is missing. It skips the test when the
+// package cannot be installed (not root, no apt-get, no network...),
+// saying why.
+func DebianProgram(t testing.TB, pkg, name string) string {
 	t.Helper()
 	if path, ok := debianLookPath(name); ok {
 		return path
 	}
-	v, _ := debianInstalls.LoadOrStore(pkg, &debianPackage{})
+	v, _ := installs.LoadOrStore(pkg, &debianPackage{})
 	in := v.(*debianPackage)
 	in.once.Do(func() {
 		start := time.Now()

@@ -1,4 +1,4 @@
-package e2e
+package deploy
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // deployUnitExec is the ExecStart= of deploy/systemd/limiterd.service: the
@@ -35,7 +37,7 @@ func deployUnitCopy(t *testing.T, mutate func(string) string) string {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "limiterd")
-	b, err := os.ReadFile(limiterdBinary(t))
+	b, err := os.ReadFile(nodetest.Build(t, "limiterd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func deployFlagDefault(t *testing.T, help, flag string) string {
 
 func deployHelp(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command(limiterdBinary(t), "-h").CombinedOutput()
+	out, err := exec.Command(nodetest.Build(t, "limiterd"), "-h").CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "Usage: limiterd") {
 		t.Fatalf("limiterd -h: %v\n%s", err, out)
 	}
@@ -416,20 +418,19 @@ func deployContains(list []string, s string) bool {
 // addresses, the seeds, the files under /etc/limiterd), loopback ports and
 // temporary files. It joins a seed node sharing its gossip key file.
 type deployEnvNode struct {
-	seed   *proc
-	node   *proc
+	seed   *nodetest.Proc
+	node   *nodetest.Proc
 	env    []string
 	keys   string // the gossip key file
 	rules  string // the rule file
 	traced string // strace's log, when traced
-	pid    int    // the daemon's (strace's child when traced)
 }
 
 func deployStartEnvNode(t *testing.T, wrap []string, extra map[string]string) *deployEnvNode {
 	t.Helper()
 	dir := t.TempDir()
 	n := &deployEnvNode{keys: filepath.Join(dir, "gossip-keys"), rules: filepath.Join(dir, "rules.yaml")}
-	rules, err := os.ReadFile("../testdata/rules.yaml")
+	rules, err := os.ReadFile(filepath.Join("..", "..", "testdata", "rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,8 +451,8 @@ func deployStartEnvNode(t *testing.T, wrap []string, extra map[string]string) *d
 	if err := os.WriteFile(n.keys, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, 1, string(rules), "-gossip-key-file", n.keys)
-	n.seed = c.procs[0]
+	c := nodetest.Start(t, nodetest.Config{Nodes: 1, Rules: []string{string(rules)}, Args: []string{"-gossip-key-file", n.keys}})
+	n.seed = c.Procs[0]
 
 	vars := map[string]string{}
 	var order []string
@@ -469,11 +470,11 @@ func deployStartEnvNode(t *testing.T, wrap []string, extra map[string]string) *d
 	for _, k := range e.order {
 		set(k, e.active[k])
 	}
-	httpAddr := "127.0.0.1:" + itoa(freePort(t))
+	httpAddr := "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))
 	host := map[string]string{
 		"LIMITERD_HTTP_ADDR":        httpAddr,
-		"LIMITERD_BIND_ADDR":        "127.0.0.1:" + itoa(freePort(t)),
-		"LIMITERD_JOIN":             n.seed.gossip,
+		"LIMITERD_BIND_ADDR":        "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)),
+		"LIMITERD_JOIN":             n.seed.Gossip,
 		"LIMITERD_GOSSIP_KEY_FILE":  n.keys,
 		"LIMITERD_RULES":            n.rules,
 		"LIMITERD_NODE_NAME":        "", // kept: the file's own
@@ -497,22 +498,22 @@ func deployStartEnvNode(t *testing.T, wrap []string, extra map[string]string) *d
 	for _, k := range order {
 		n.env = append(n.env, k+"="+vars[k])
 	}
-	argv := []string{limiterdBinary(t)}
+	// Exactly the environment, and no argument: what the unit gives it.
+	n.node = &nodetest.Proc{Name: vars["LIMITERD_NODE_NAME"], HTTP: httpAddr, GRPC: vars["LIMITERD_GRPC_ADDR"], Env: n.env}
 	if wrap != nil {
 		// Not beside the rule file: its constant writes would be events in
 		// the directory limiterd watches, which hold a file change's
 		// reload back for as long as they go on.
 		n.traced = filepath.Join(t.TempDir(), "strace.log")
-		argv = append(append(append([]string{}, wrap...), "-o", n.traced, "--"), argv...)
+		n.node.Wrap = append(append([]string{}, wrap...), "-o", n.traced, "--")
 	}
-	n.node, n.pid = deployDaemon(t, argv, n.env, httpAddr, wrap != nil)
-	n.node.name = vars["LIMITERD_NODE_NAME"]
-	n.node.grpc = vars["LIMITERD_GRPC_ADDR"]
-	eventually(t, "the env-file node and the seed see each other alive", 30*time.Second, func() bool {
-		a, err1 := members(n.node)
-		b, err2 := members(n.seed)
-		return err1 == nil && err2 == nil && countState(a, "alive") == 2 && countState(b, "alive") == 2 &&
-			a[n.seed.name] == "alive" && b[n.node.name] == "alive"
+	c.Procs = append(c.Procs, n.node)
+	c.Start(n.node)
+	nodetest.Eventually(t, "the env-file node and the seed see each other alive", 30*time.Second, func() bool {
+		a, err1 := n.node.Members()
+		b, err2 := n.seed.Members()
+		return err1 == nil && err2 == nil && nodetest.CountState(a, "alive") == 2 && nodetest.CountState(b, "alive") == 2 &&
+			a[n.seed.Name] == "alive" && b[n.node.Name] == "alive"
 	})
 	return n
 }
@@ -524,13 +525,13 @@ func deployStartEnvNode(t *testing.T, wrap []string, extra map[string]string) *d
 func TestSystemdEnvFile(t *testing.T) {
 	n := deployStartEnvNode(t, nil, nil)
 	t.Logf("environment: %q", n.env)
-	reloads := func() float64 { return metricValue(t, n.node, `limiterd_rule_reloads_total{result="success"}`) }
+	reloads := func() float64 { return n.node.Metric(t, "limiterd_rule_reloads_total", "result", "success") }
 	before := reloads()
-	if err := syscall.Kill(n.pid, syscall.SIGHUP); err != nil {
+	if err := n.node.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a rule reload on SIGHUP", 10*time.Second, func() bool { return reloads() == before+1 })
-	if code, r := check(t, n.node, "client-1"); code != 200 || r.Rule != "default" {
+	nodetest.Eventually(t, "a rule reload on SIGHUP", 10*time.Second, func() bool { return reloads() == before+1 })
+	if code, r := n.node.Check(t, "client-1"); code != 200 || r.Rule != "default" {
 		t.Fatalf("check: %d %+v", code, r)
 	}
 }
@@ -626,47 +627,47 @@ func TestSystemdSandboxSyscalls(t *testing.T) {
 		families[f] = true
 	}
 
-	grpcAddr := "127.0.0.1:" + itoa(freePort(t))
+	grpcAddr := "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))
 	n := deployStartEnvNode(t, []string{strace, "-f", "-qq", "-s", "512"}, map[string]string{"LIMITERD_GRPC_ADDR": grpcAddr})
 
 	// The work: checks far from and at the margin (api: 10 per second, so
 	// the coordinator is asked past the blind share), a gRPC call, scrapes.
 	for i := range 60 {
-		check(t, n.node, "api:sandbox-"+itoa(i%4))
-		check(t, n.node, "client-"+itoa(i))
+		n.node.Check(t, "api:sandbox-"+strconv.Itoa(i%4))
+		n.node.Check(t, "client-"+strconv.Itoa(i))
 	}
-	rls := rlsClient(t, n.node)
+	rls := n.node.RLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if _, err := rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "sandbox", Descriptors: userCall("u").Descriptors}); err != nil {
+	if _, err := rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "sandbox", Descriptors: deployCall("u").Descriptors}); err != nil {
 		t.Errorf("ShouldRateLimit: %v", err)
 	}
 	cancel()
 	for _, path := range []string{"/metrics", "/cluster", "/healthz"} {
-		if code, _, err := request("GET", "http://"+n.node.http+path); err != nil || code != 200 {
+		if code, _, err := n.node.Get(path); err != nil || code != 200 {
 			t.Errorf("%s: %d %v", path, code, err)
 		}
 	}
 	// A rule file changed on disk (fsnotify), then SIGHUP (rules and keys).
-	reloads := func() float64 { return metricValue(t, n.node, `limiterd_rule_reloads_total{result="success"}`) }
+	reloads := func() float64 { return n.node.Metric(t, "limiterd_rule_reloads_total", "result", "success") }
 	rules, _ := os.ReadFile(n.rules)
 	if err := os.WriteFile(n.rules, append(rules, []byte("# changed\n")...), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a reload of the changed rule file", 20*time.Second, func() bool { return reloads() >= 1 })
-	if err := syscall.Kill(n.pid, syscall.SIGHUP); err != nil {
+	nodetest.Eventually(t, "a reload of the changed rule file", 20*time.Second, func() bool { return reloads() >= 1 })
+	if err := n.node.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a rule reload on SIGHUP", 20*time.Second, func() bool { return reloads() >= 2 })
-	if err := syscall.Kill(n.pid, syscall.SIGTERM); err != nil {
+	nodetest.Eventually(t, "a rule reload on SIGHUP", 20*time.Second, func() bool { return reloads() >= 2 })
+	if err := n.node.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-n.node.exited:
+	case <-n.node.Exited():
 	case <-time.After(60 * time.Second):
 		t.Fatal("the traced node did not stop on SIGTERM")
 	}
-	if n.node.exitCode != 0 {
-		t.Fatalf("the node exited %d on SIGTERM:\n%s", n.node.exitCode, n.node.stderr.String())
+	if n.node.ExitCode() != 0 {
+		t.Fatalf("the node exited %d on SIGTERM:\n%s", n.node.ExitCode(), n.node.Stderr.String())
 	}
 
 	tr := deployParseTrace(t, n.traced)

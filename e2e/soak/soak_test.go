@@ -1,12 +1,9 @@
-package e2e
+package soak
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/internal/loadgen"
+	"github.com/limiterd/limiterd/internal/nodetest"
+	"github.com/limiterd/limiterd/internal/promtest"
 	"github.com/limiterd/limiterd/internal/svgchart/svgtest"
 )
 
@@ -47,9 +47,7 @@ const (
 	// soakDefaultRate is half of the 12,000 checks/s BENCHMARKS.md's "HS2
 	// on this machine" measures as sustained with p99 under 10 ms: a soak
 	// looks for what grows, not for the ceiling.
-	soakDefaultRate  = 6000
-	soakWorkers      = 256 // senders of the many keys: rate x latency needs a few; stalls more
-	soakJudgeSenders = 32  // the judge keys' own, so that a backlog of the others never delays theirs
+	soakDefaultRate = 6000
 	// soakLate is how late a check may be sent: one later is not sent at
 	// all (and counted as unsent), so that a generator that fell behind
 	// never catches up in a burst the nodes did not get on time, nor
@@ -58,8 +56,10 @@ const (
 	soakTimeout = 5 * time.Second
 	// soakDrain is how long a node is out of the load before its SIGTERM.
 	soakDrain = time.Second
-	// soakConns is how many connections the soak's clients hold to a node
-	// at most: 6,000/s at HS2's p99 of 5 ms needs 30 in all.
+	// soakConns is how many keep-alive connections the load holds to each
+	// node, its checks in flight there at most: 6,000/s at HS2's p99 of 5
+	// ms needs 30 in all, and a node's descriptors and goroutines are then
+	// its own plus a bounded number of clients', not the peaks of a stall.
 	soakConns = 32
 	// soakMinute is the sampling period and the restart period.
 	soakMinute = time.Minute
@@ -124,11 +124,9 @@ type soakRestart struct {
 // soak is one run.
 type soak struct {
 	t       *testing.T
-	c       *testCluster
-	hc      *http.Client
-	urls    []string // each node's base URL
-	up      []atomic.Bool
-	epoch   []atomic.Int64 // changes when a node goes down or up
+	c       *nodetest.Cluster
+	up      []atomic.Bool  // nodes in the load
+	changed []atomic.Int64 // when a node last went out of the load or back (UnixNano)
 	judges  []*soakJudge
 	minutes []*soakMinuteLog
 	start   time.Time
@@ -147,33 +145,21 @@ func TestSoak(t *testing.T) {
 	}
 	// Whole minutes: every figure is per minute.
 	d = d.Truncate(soakMinute)
-	rate := envInt("LIMITERD_SOAK_RATE", soakDefaultRate)
+	rate := nodetest.EnvInt("LIMITERD_SOAK_RATE", soakDefaultRate)
 	machine := soakMachine()
 	t.Logf("soak: %d nodes, %d checks/s, %v, a restart every %v; %s", soakNodes, rate, d, soakMinute, machine)
 
-	c := startCluster(t, soakNodes, soakRules)
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members alive", 30*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == soakNodes
+	c := nodetest.Start(t, nodetest.Config{Nodes: soakNodes, Rules: []string{soakRules}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members alive", 30*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == soakNodes
 		})
 	}
 	s := &soak{
 		t: t, c: c, d: d, rate: rate,
-		hc: &http.Client{
-			Timeout: soakTimeout,
-			// Every connection kept alive (no limit over all nodes,
-			// MaxIdleConns 0): a check that opens one measures the
-			// handshake, not limiterd. At most soakConns to a node, so
-			// that its descriptors and goroutines are its own plus a
-			// bounded number of clients', not the peaks of a stall.
-			Transport: &http.Transport{MaxConnsPerHost: soakConns, MaxIdleConnsPerHost: soakConns, IdleConnTimeout: 2 * soakMinute, DisableCompression: true},
-		},
-		up:    make([]atomic.Bool, soakNodes),
-		epoch: make([]atomic.Int64, soakNodes),
-	}
-	for _, p := range c.procs {
-		s.urls = append(s.urls, "http://"+p.http)
+		up:      make([]atomic.Bool, soakNodes),
+		changed: make([]atomic.Int64, soakNodes),
 	}
 	for i := range s.up {
 		s.up[i].Store(true)
@@ -191,9 +177,9 @@ func TestSoak(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	s.start = time.Now().Add(100 * time.Millisecond)
+	s.start = time.Now().Add(100 * time.Millisecond) // the load's instant 0, to the millisecond
 	done := s.load(ctx)
-	// Before startCluster's cleanup (cleanups run last first): no sender
+	// Before the cluster's cleanup (cleanups run last first): no sender
 	// outlives the test, whatever ends it.
 	t.Cleanup(func() {
 		cancel()
@@ -217,8 +203,7 @@ func TestSoak(t *testing.T) {
 			s.logChecks(m - 1)
 		}
 	}
-	cancel()
-	select {
+	select { // the schedule ends at d: its last checks are answered within the timeout
 	case <-done:
 	case <-time.After(2 * soakTimeout):
 		t.Fatal("the load did not stop")
@@ -231,11 +216,11 @@ func TestSoak(t *testing.T) {
 	t.Log(verdict)
 	svg := soakChart(rows, rate, d)
 	svgtest.Parse(t, svg)
-	if err := os.WriteFile(filepath.Join("..", "docs", "img", "soak.svg"), svg, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "soak.svg"), svg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	section := soakSection(rows, restarts, verdict, rate, d, machine)
-	if err := soakWriteSection(filepath.Join("..", "docs", "faults.md"), section); err != nil {
+	if err := soakWriteSection(filepath.Join("..", "..", "docs", "faults.md"), section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote docs/img/soak.svg and the Soak section of docs/faults.md:\n%s", section)
@@ -258,135 +243,86 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// soakJob is one check to send: a judge's (judge >= 0) or a key drawn by
-// the sender.
-type soakJob struct {
-	judge int
-	at    time.Time // scheduled
-}
-
-// load starts the senders and one scheduler per stream: the many keys at
-// the rate the judges leave, and each judge key at its own rate, each
-// check at its instant (open loop: a slow answer does not delay the
-// next). Each stream sends at most rate x d checks and stops at d or when
-// ctx ends; done closes when every sender has returned.
+// load runs limitload's driver (package loadgen) until d or until ctx
+// ends, with a stream for the many keys at the rate the judges leave and
+// one for each judge key at its own rate, each check at its instant (open
+// loop: a slow answer does not delay the next), to a node at random among
+// those in the load, or not at all when more than soakLate behind; done
+// closes when it has returned.
 func (s *soak) load(ctx context.Context) <-chan struct{} {
-	jobs, judgeJobs := make(chan soakJob, 4096), make(chan soakJob, 256)
-	var streams sync.WaitGroup
-	schedule := func(judge int, rate float64) {
-		if rate <= 0 {
-			return
-		}
-		jobs := jobs
-		if judge >= 0 {
-			jobs = judgeJobs
-		}
-		streams.Go(func() {
-			total := int(rate * s.d.Seconds())
-			for k := range total {
-				at := s.start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
-				// A sleep rather than a timer per check: the waits are
-				// short (at most one judge key's interval, 200 ms), and
-				// the send below sees ctx end.
-				time.Sleep(time.Until(at))
-				if time.Since(at) > soakLate {
-					m := s.minuteAt(at.Sub(s.start))
-					m.mu.Lock()
-					m.unsent++
-					m.mu.Unlock()
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case jobs <- soakJob{judge: judge, at: at}:
-				}
-			}
-		})
+	cfg := loadgen.DefaultConfig()
+	for _, p := range s.c.Procs {
+		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}
+	cfg.Pattern, cfg.Duration, cfg.Limit, cfg.Window = loadgen.PatternStreams, s.d, soakLimit, soakWindow
 	bulk := float64(s.rate)
-	for i, j := range s.judges {
-		schedule(i, j.rate)
+	for _, j := range s.judges {
+		cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: j.key, Rate: j.rate})
 		bulk -= j.rate
 	}
-	schedule(-1, bulk)
-	var senders sync.WaitGroup
-	for w := range soakWorkers {
-		senders.Go(func() { s.send(jobs, uint64(w)) })
-	}
-	for w := range soakJudgeSenders {
-		senders.Go(func() { s.send(judgeJobs, uint64(soakWorkers+w)) })
+	cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: "k", Keys: soakKeys, ZipfS: soakZipfS, Rate: bulk})
+	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.Progress = soakConns, soakTimeout, soakLate, 0
+	cfg.MaxLog = 1 // the soak keeps its own logs, a minute at a time (observe)
+	cfg.Available = func(i int) bool { return s.up[i].Load() }
+	cfg.Observe = s.observe
+	if err := cfg.Validate(nil); err != nil {
+		s.t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
-		streams.Wait()
-		close(jobs)
-		close(judgeJobs)
-		senders.Wait()
-		close(done)
+		defer close(done)
+		loadgen.Run(ctx, &cfg, "soak", nil)
 	}()
 	return done
 }
 
-// send sends jobs until the channel closes, each to a node that is up,
-// drawn at random.
-func (s *soak) send(jobs <-chan soakJob, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 12))
-	zipf := rand.NewZipf(rng, soakZipfS, 1, soakKeys-1)
-	for j := range jobs {
-		key := ""
-		if j.judge >= 0 {
-			key = s.judges[j.judge].key
-		} else {
-			key = "k" + strconv.FormatUint(zipf.Uint64(), 10)
-		}
-		node := rng.IntN(len(s.urls))
-		for range len(s.urls) {
-			if s.up[node].Load() {
-				break
-			}
-			node = (node + 1) % len(s.urls)
-		}
-		epoch := s.epoch[node].Load()
-		sent := time.Now()
-		code, err := s.check(s.urls[node] + "/check?key=" + key)
-		took := time.Since(sent)
-		at := sent.Sub(s.start)
-		m := s.minuteAt(at)
+// observe counts one check in the minute it was sent in (unsent: it was
+// due in), at its node, and in its judge key's decision log. A check that
+// got no answer is lost to a restart when its node went out of the load
+// or back while it was on its way (or is out now), an error otherwise.
+func (s *soak) observe(o loadgen.Outcome) {
+	if o.Status == loadgen.StatusNotSent {
+		m := s.minuteAt(o.Sched)
 		m.mu.Lock()
-		nc := &m.node[node]
-		m.checks++
-		nc.checks++
-		m.behind = max(m.behind, sent.Sub(j.at))
-		switch {
-		case err != nil && (s.epoch[node].Load() != epoch || !s.up[node].Load()):
-			m.lost++
-			nc.lost++
-		case err != nil:
-			if m.errs == 0 {
-				m.errMsg = fmt.Sprintf("%s: %v", s.c.procs[node].name, err)
-			}
-			m.errs++
-			nc.errs++
-		default:
-			if code >= 500 {
-				m.fiveXX++
-				nc.fiveXX++
-			}
-			nc.lat = append(nc.lat, took)
-		}
+		m.unsent++
 		m.mu.Unlock()
-		if j.judge >= 0 && err == nil {
-			jd := s.judges[j.judge]
-			jd.mu.Lock()
-			switch code {
-			case http.StatusOK:
-				jd.admitted = append(jd.admitted, at)
-			case http.StatusTooManyRequests:
-				jd.rejected = append(jd.rejected, at)
-			}
-			jd.mu.Unlock()
+		return
+	}
+	took := o.Done - o.Sent
+	m := s.minuteAt(o.Sent)
+	m.mu.Lock()
+	nc := &m.node[o.Target]
+	m.checks++
+	nc.checks++
+	m.behind = max(m.behind, o.Sent-o.Sched)
+	switch {
+	case o.Status == loadgen.StatusError && (!s.up[o.Target].Load() || s.changed[o.Target].Load() > time.Now().Add(-took).UnixNano()):
+		m.lost++
+		nc.lost++
+	case o.Status == loadgen.StatusError:
+		if m.errs == 0 {
+			m.errMsg = fmt.Sprintf("%s: %v", s.c.Procs[o.Target].Name, o.Err)
 		}
+		m.errs++
+		nc.errs++
+	default:
+		if o.Status >= 500 {
+			m.fiveXX++
+			nc.fiveXX++
+		}
+		nc.lat = append(nc.lat, took)
+	}
+	m.mu.Unlock()
+	if o.Stream < len(s.judges) && o.Status != loadgen.StatusError {
+		jd := s.judges[o.Stream]
+		jd.mu.Lock()
+		switch o.Status {
+		case http.StatusOK:
+			jd.admitted = append(jd.admitted, o.Sent)
+		case http.StatusTooManyRequests:
+			jd.rejected = append(jd.rejected, o.Sent)
+		}
+		jd.mu.Unlock()
 	}
 }
 
@@ -394,20 +330,6 @@ func (s *soak) send(jobs <-chan soakJob, seed uint64) {
 // last for a check sent after the end).
 func (s *soak) minuteAt(at time.Duration) *soakMinuteLog {
 	return s.minutes[min(max(int(at/soakMinute), 0), len(s.minutes)-1)]
-}
-
-// check sends one GET and reads the answer to its end, so that the
-// connection goes back to the pool.
-func (s *soak) check(url string) (int, error) {
-	resp, err := s.hc.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, fmt.Errorf("reading the answer: %w", err)
-	}
-	return resp.StatusCode, nil
 }
 
 // restart stops node m mod 8, SIGTERM in even minutes and SIGKILL in odd
@@ -418,23 +340,23 @@ func (s *soak) check(url string) (int, error) {
 // answers, as a load balancer's readiness check would put it back.
 func (s *soak) restart(m int) soakRestart {
 	t := s.t
-	i := m % len(s.c.procs)
-	p := s.c.procs[i]
-	r := soakRestart{node: p.name, signal: "SIGTERM", rejoin: -1}
+	i := m % len(s.c.Procs)
+	p := s.c.Procs[i]
+	r := soakRestart{node: p.Name, signal: "SIGTERM", rejoin: -1}
 	sig := syscall.SIGTERM
 	if m%2 == 1 {
 		r.signal, sig = "SIGKILL", syscall.SIGKILL
 	}
-	// node-0, the seed, was started without -join (startCluster's): back
+	// node-0, the seed, was started without -join (nodetest.Start's): back
 	// alone it would be ready at once, a cluster of one, until the others'
 	// rejoin loop found it. A deployment lists seeds on every node, so it
 	// comes back joining the others.
-	if i == 0 && !slices.Contains(p.args, "-join") {
+	if i == 0 && !slices.Contains(p.Args, "-join") {
 		var seeds []string
-		for _, q := range s.c.procs[1:] {
-			seeds = append(seeds, q.gossip)
+		for _, q := range s.c.Procs[1:] {
+			seeds = append(seeds, q.Gossip)
 		}
-		p.args = append(p.args, "-join", strings.Join(seeds, ","))
+		p.Args = append(p.Args, "-join", strings.Join(seeds, ","))
 	}
 	if sig == syscall.SIGTERM {
 		s.setUp(i, false)
@@ -446,31 +368,31 @@ func (s *soak) restart(m int) soakRestart {
 		// Still in the load until dead, but a check in flight that fails
 		// from now on is the kill's, even one that fails before the node
 		// is marked down.
-		s.epoch[i].Add(1)
+		s.changed[i].Store(time.Now().UnixNano())
 	}
 	stopped := time.Now()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%s %s: %v", r.signal, p.name, err)
+	if err := p.Signal(sig); err != nil {
+		t.Fatalf("%s %s: %v", r.signal, p.Name, err)
 	}
 	if sig == syscall.SIGKILL {
 		s.setUp(i, false)
 	}
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not exit within 30 s of %s", p.name, r.signal)
+		t.Fatalf("%s did not exit within 30 s of %s", p.Name, r.signal)
 	}
-	r.exit = p.exitCode
-	if out := strings.TrimSpace(p.stderr.String()); out != "" {
+	r.exit = p.ExitCode()
+	if out := strings.TrimSpace(p.Stderr.String()); out != "" {
 		r.stderrN = strings.Count(out, "\n") + 1
-		t.Logf("%s logged %d lines before %s: %s", p.name, r.stderrN, r.signal, soakLogSummary(out))
+		t.Logf("%s logged %d lines before %s: %s", p.Name, r.stderrN, r.signal, soakLogSummary(out))
 	}
-	s.c.start(p)
+	s.c.Start(p)
 	r.down = time.Since(stopped)
 	s.setUp(i, true)
 	ready := time.Now()
 	for deadline := ready.Add(25 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if ms, err := members(p); err == nil && countState(ms, "alive") == len(s.c.procs) {
+		if ms, err := p.Members(); err == nil && nodetest.CountState(ms, "alive") == len(s.c.Procs) {
 			r.rejoin = time.Since(ready)
 			break
 		}
@@ -515,57 +437,43 @@ func soakLogSummary(log string) string {
 	return strings.Join(parts, ", ")
 }
 
+// setUp takes node i out of the load or puts it back.
 func (s *soak) setUp(i int, up bool) {
 	s.up[i].Store(up)
-	s.epoch[i].Add(1)
+	s.changed[i].Store(time.Now().UnixNano())
 }
 
 // sample reads every node's resident memory and open descriptors from
 // /proc and its goroutines from /metrics.
 func (s *soak) sample() []soakNodeSample {
-	out := make([]soakNodeSample, len(s.c.procs))
-	for i, p := range s.c.procs {
-		pid := p.cmd.Process.Pid
+	out := make([]soakNodeSample, len(s.c.Procs))
+	for i, p := range s.c.Procs {
 		o := &out[i]
-		rss, err := residentBytes(pid)
+		rss, err := p.ResidentBytes()
 		if err != nil {
 			o.err = err
 			continue
 		}
 		o.rssMB = float64(rss) / (1 << 20)
-		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		if err != nil {
-			o.err = fmt.Errorf("open descriptors of %s: %w", p.name, err)
+		if o.fds, o.err = p.OpenFiles(); o.err != nil {
 			continue
 		}
-		o.fds = len(fds)
-		o.goroutines, o.err = s.goroutines(s.urls[i])
+		o.goroutines, o.err = s.goroutines(p)
 	}
 	return out
 }
 
 // goroutines is go_goroutines of the node's /metrics.
-func (s *soak) goroutines(base string) (int, error) {
-	resp, err := s.hc.Get(base + "/metrics")
+func (s *soak) goroutines(p *nodetest.Proc) (int, error) {
+	m, err := promtest.Scrape(s.c.HTTP, "http://"+p.HTTP+"/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("metrics: %w", err)
+		return 0, fmt.Errorf("metrics of %s: %w", p.Name, err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("go_goroutines %q: %w", v, err)
-			}
-			return int(f), nil
-		}
+	v, ok := m.Value("go_goroutines")
+	if !ok {
+		return 0, fmt.Errorf("no go_goroutines in the metrics of %s", p.Name)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("metrics: %w", err)
-	}
-	return 0, fmt.Errorf("no go_goroutines in %s/metrics", base)
+	return int(v), nil
 }
 
 // sum turns the minute's latencies into its percentiles and lets them go:
@@ -613,7 +521,7 @@ func (s *soak) logChecks(m int) {
 	}
 	var b strings.Builder
 	for i, nc := range ml.node {
-		fmt.Fprintf(&b, " %s %d/%v/%d/%d/%d", s.c.procs[i].name, nc.checks, nc.p99.Round(10*time.Microsecond), nc.fiveXX, nc.errs, nc.lost)
+		fmt.Fprintf(&b, " %s %d/%v/%d/%d/%d", s.c.Procs[i].Name, nc.checks, nc.p99.Round(10*time.Microsecond), nc.fiveXX, nc.errs, nc.lost)
 	}
 	s.t.Logf("minute %d: %d checks sent, %d not (the generator over %v behind), %d 5xx, %d errors%s, %d lost to the restart, p50 %v, p99 %v, sent at most %v behind schedule; per node checks/p99/5xx/errors/lost:%s",
 		m+1, ml.checks, ml.unsent, soakLate, ml.fiveXX, ml.errs, first, ml.lost, ml.p50.Round(10*time.Microsecond), ml.p99.Round(10*time.Microsecond), ml.behind.Round(time.Millisecond), b.String())

@@ -1,13 +1,13 @@
-package e2e
+package faults
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // TestFaultPartition is scenario 1 of docs/faults.md: 8 nodes cut into 5 + 3
@@ -21,35 +21,33 @@ func TestFaultPartition(t *testing.T) {
 	c := startLab(t, 8)
 	a, b := []int{0, 1, 2, 3, 4}, []int{5, 6, 7}
 	cs := clients(8, 4)
-	run := c.drive(context.Background(), 80*time.Second, cs)
+	run := drive(t, c, 80*time.Second, cs)
 	time.Sleep(10 * time.Second)
 
-	c.convCount(c.procs[0], "p", 10)
-	cutAt := run.now()
-	if err := c.lab.Partition(a, b); err != nil {
+	convCount(t, c.Procs[0], "p", 10)
+	cutAt := time.Now()
+	if err := c.Lab.Partition(a, b); err != nil {
 		t.Fatal(err)
 	}
 	// Counted on each side while cut: 30 on A, 20 on B.
 	for i := range 30 {
-		c.convCount(c.procs[a[i%len(a)]], "p", 1)
+		convCount(t, c.Procs[a[i%len(a)]], "p", 1)
 	}
 	for i := range 20 {
-		c.convCount(c.procs[b[i%len(b)]], "p", 1)
+		convCount(t, c.Procs[b[i%len(b)]], "p", 1)
 	}
-	time.Sleep(30*time.Second - (run.now() - cutAt))
-	during := run.judge(cs, cutAt, run.now(), nil)
-	if err := c.lab.Heal(); err != nil {
+	time.Sleep(30*time.Second - time.Since(cutAt))
+	if err := c.Lab.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	healAt := run.now()
 	healed := time.Now()
 	// The halves see each other: every node all 8 members alive.
-	rejoin := c.waitAlive(c.procs, 8, 60*time.Second)
+	rejoin := c.WaitAlive(c.Procs, 8, 60*time.Second)
 	// Every node counts 10 + 30 + 20 checks of the probe key.
 	var converged time.Duration
-	eventually(t, "every node counts the 60 probe checks of both sides", 60*time.Second, func() bool {
-		for _, p := range c.procs {
-			if c.convSeen(p, "p") != 60 {
+	nodetest.Eventually(t, "every node counts the 60 probe checks of both sides", 60*time.Second, func() bool {
+		for _, p := range c.Procs {
+			if convSeen(t, p, "p") != 60 {
 				return false
 			}
 		}
@@ -58,19 +56,20 @@ func TestFaultPartition(t *testing.T) {
 	})
 	// And none counts more: nothing twice (a second look, after more syncs).
 	time.Sleep(2 * time.Second)
-	for _, p := range c.procs {
-		if n := c.convSeen(p, "p"); n != 60 {
-			t.Errorf("%s counts %d probe checks after the heal, want 60", p.name, n)
+	for _, p := range c.Procs {
+		if n := convSeen(t, p, "p"); n != 60 {
+			t.Errorf("%s counts %d probe checks after the heal, want 60", p.Name, n)
 		}
 	}
 	run.wait()
-	all := run.judge(cs, 0, 0, nil)
+	during := run.judge(cs, cutAt, healed, nil)
+	all := run.judge(cs, time.Time{}, time.Time{}, nil)
 	// Once every node counts both sides, and a window later: 1.1 x again.
-	after := run.judge(cs, healAt+converged+labWindow, 0, nil)
+	after := run.judge(cs, healed.Add(converged+labWindow), time.Time{}, nil)
 	t.Logf("during the cut: %v", during)
 	t.Logf("from a window after the counts converged: %v", after)
 	t.Logf("whole run: %v", all)
-	figures(t, "1 partition 5+3 for 30 s",
+	nodetest.Figures(t, "1 partition 5+3 for 30 s",
 		"5xx", all.fiveXX, "unanswered", all.noAnswer, "compliant denied", all.compliantDenied,
 		"false rejections (oracle)", all.falseRejections, "worst ratio during", during.worst,
 		"worst ratio from a window after convergence", after.worst, "max latency during", during.max.Round(time.Millisecond),
@@ -104,37 +103,38 @@ func TestFaultLoss(t *testing.T) {
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	cs := clients(8, 4)
-	run := c.drive(context.Background(), 70*time.Second, cs)
+	run := drive(t, c, 70*time.Second, cs)
 	time.Sleep(5 * time.Second)
-	fb0 := sumMetric(t, c.procs, `limiterd_coordinated_checks_total{result="fallback`)
-	faultAt := run.now()
-	if err := c.lab.DropOneWay(1, 2); err != nil {
+	fb0 := sumMetric(t, c.Procs, "limiterd_coordinated_checks_total", "result", "fallback*")
+	faultAt := time.Now()
+	if err := c.Lab.DropOneWay(1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.lab.Loss(20); err != nil {
+	if err := c.Lab.Loss(20); err != nil {
 		t.Fatal(err)
 	}
 	var maxLag float64
-	for run.now()-faultAt < 60*time.Second {
+	for time.Since(faultAt) < 60*time.Second {
 		time.Sleep(time.Second)
-		maxLag = max(maxLag, metricValue(t, c.procs[2], `limiterd_sync_merge_lag_seconds{peer="node-1"}`))
+		maxLag = max(maxLag, c.Procs[2].Metric(t, "limiterd_sync_merge_lag_seconds", "peer", "node-1"))
 	}
-	fallbacks := sumMetric(t, c.procs, `limiterd_coordinated_checks_total{result="fallback`) - fb0
+	fallbacks := sumMetric(t, c.Procs, "limiterd_coordinated_checks_total", "result", "fallback*") - fb0
 	var drops int64
 	for i := range 8 {
-		n, err := c.lab.Drops(i)
+		n, err := c.Lab.Drops(i)
 		if err != nil {
 			t.Fatal(err)
 		}
 		drops += n
 	}
-	during := run.judge(cs, faultAt, run.now(), nil)
-	if err := c.lab.Heal(); err != nil {
+	healed := time.Now()
+	if err := c.Lab.Heal(); err != nil {
 		t.Fatal(err)
 	}
 	run.wait()
+	during := run.judge(cs, faultAt, healed, nil)
 	t.Logf("during the loss: %v", during)
-	figures(t, "2 one-way loss 1->2 and 20 % random loss for 60 s",
+	nodetest.Figures(t, "2 one-way loss 1->2 and 20 % random loss for 60 s",
 		"5xx", during.fiveXX, "unanswered", during.noAnswer, "compliant denied", during.compliantDenied,
 		"false rejections (oracle)", during.falseRejections, "worst ratio", during.worst, "derived bound", bound,
 		"packets dropped", drops, "checks decided by the budget", fallbacks, "node-2's largest merge lag of node-1 (s)", maxLag)
@@ -161,36 +161,36 @@ func TestFaultRestarts(t *testing.T) {
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	cs := clients(8, 4)
-	run := c.drive(context.Background(), 140*time.Second, cs)
+	run := drive(t, c, 140*time.Second, cs)
 	type down struct {
 		node     int
-		from, to time.Duration
+		from, to time.Time
 	}
 	var downs []down
 	var learnt time.Duration
 	probes := 0
 	for i := range 12 {
 		time.Sleep(10 * time.Second)
-		p := c.procs[1+i%7]
+		p := c.Procs[1+i%7]
 		// Counted elsewhere, so the restarted node must learn it back.
-		c.convCount(c.procs[0], "r", 5)
+		convCount(t, c.Procs[0], "r", 5)
 		probes += 5
-		run.up[p.index].Store(false)
-		d := down{node: p.index, from: run.now()}
+		run.up[p.Index].Store(false)
+		d := down{node: p.Index, from: time.Now()}
 		if i%2 == 0 {
-			c.kill(p)
+			c.Kill(p)
 		} else {
-			c.terminate(p)
+			c.Terminate(p)
 		}
-		c.start(p)
+		c.Start(p)
 		// It takes checks once it counts what the others counted.
 		restarted := time.Now()
-		eventually(t, p.name+" learns the probe counts back", 30*time.Second, func() bool {
-			return c.convSeen(p, "r") == int64(probes)
+		nodetest.Eventually(t, p.Name+" learns the probe counts back", 30*time.Second, func() bool {
+			return convSeen(t, p, "r") == int64(probes)
 		})
 		learnt = max(learnt, time.Since(restarted))
-		d.to = run.now()
-		run.up[p.index].Store(true)
+		d.to = time.Now()
+		run.up[p.Index].Store(true)
 		downs = append(downs, d)
 	}
 	run.wait()
@@ -198,15 +198,15 @@ func TestFaultRestarts(t *testing.T) {
 	// must be answered.
 	others := func(o outcome) bool {
 		for _, d := range downs {
-			if o.node == d.node && o.at >= d.from-time.Second && o.at < d.to {
+			if o.node == d.node && o.at >= run.since(d.from)-time.Second && o.at < run.since(d.to) {
 				return false
 			}
 		}
 		return true
 	}
-	v := run.judge(cs, 0, 0, others)
+	v := run.judge(cs, time.Time{}, time.Time{}, others)
 	t.Logf("12 restarts: %v", v)
-	figures(t, "3 a node restarted every 10 s for 2 min",
+	nodetest.Figures(t, "3 a node restarted every 10 s for 2 min",
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
 		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond))
@@ -226,51 +226,50 @@ func TestFaultCoordinatorCut(t *testing.T) {
 	c := startLab(t, 8)
 	bound := labBound(t, 8, true)
 	key := "abuse-hot"
-	k := engine.CoordinatorOf(key, names(c.procs))
-	var coord *proc
+	k := engine.CoordinatorOf(key, nodetest.Names(c.Procs))
+	var coord *nodetest.Proc
 	var rest []int
-	for _, p := range c.procs {
-		if p.name == k {
+	for _, p := range c.Procs {
+		if p.Name == k {
 			coord = p
 		} else {
-			rest = append(rest, p.index)
+			rest = append(rest, p.Index)
 		}
 	}
-	others := c.procs[:0:0]
+	others := c.Procs[:0:0]
 	for _, i := range rest {
-		others = append(others, c.procs[i])
+		others = append(others, c.Procs[i])
 	}
 	cs := []loadClient{{key: key, every: labWindow / (labLimit * 10)}}
 	cs = append(cs, clients(4, 0)...)
-	run := c.drive(context.Background(), 45*time.Second, cs)
-	run.up[coord.index].Store(false) // the burst goes through the others
+	run := drive(t, c, 45*time.Second, cs)
+	run.up[coord.Index].Store(false) // the burst goes through the others
 	time.Sleep(10 * time.Second)
-	granted := func() float64 { return sumMetric(t, others, `limiterd_coordinated_checks_total{result="granted"}`) }
+	granted := func() float64 { return sumMetric(t, others, "limiterd_coordinated_checks_total", "result", "granted") }
 	fallbacks := func() float64 {
-		return sumMetric(t, others, `limiterd_coordinated_checks_total{result="fallback`)
+		return sumMetric(t, others, "limiterd_coordinated_checks_total", "result", "fallback*")
 	}
 	g0, f0 := granted(), fallbacks()
 	if g0 == 0 {
 		t.Fatal("no check went to the coordinator before the cut")
 	}
-	cutAt := run.now()
-	if err := c.lab.Partition([]int{coord.index}, rest); err != nil {
+	cut := time.Now()
+	if err := c.Lab.Partition([]int{coord.Index}, rest); err != nil {
 		t.Fatal(err)
 	}
-	cut := time.Now()
 	// The seven declare it dead; the new coordinator grants.
 	var tookOver time.Duration
-	eventually(t, "the seven see seven alive", 60*time.Second, func() bool {
+	nodetest.Eventually(t, "the seven see seven alive", 60*time.Second, func() bool {
 		for _, p := range others {
-			m, err := members(p)
-			if err != nil || countState(m, "alive") != 7 {
+			m, err := p.Members()
+			if err != nil || nodetest.CountState(m, "alive") != 7 {
 				return false
 			}
 		}
 		return true
 	})
 	g1 := granted()
-	eventually(t, "a new coordinator grants", 30*time.Second, func() bool {
+	nodetest.Eventually(t, "a new coordinator grants", 30*time.Second, func() bool {
 		if granted() > g1 {
 			tookOver = time.Since(cut)
 			return true
@@ -279,9 +278,9 @@ func TestFaultCoordinatorCut(t *testing.T) {
 	})
 	run.wait()
 	fb := fallbacks() - f0
-	v := run.judge(cs, cutAt, 0, nil)
+	v := run.judge(cs, cut, time.Time{}, nil)
 	t.Logf("coordinator %s cut off: %v", k, v)
-	figures(t, "4 a hot key's coordinator cut off mid-burst",
+	nodetest.Figures(t, "4 a hot key's coordinator cut off mid-burst",
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
 		"checks decided by the budget", fb, "new coordinator granting after", tookOver.Round(100*time.Millisecond))
@@ -306,33 +305,33 @@ func TestFaultCoordinatorCut(t *testing.T) {
 func TestFaultClockSkew(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
 	c := startLab(t, 8)
-	skewed := c.procs[7]
-	base := skewed.args
+	skewed := c.Procs[7]
+	base := skewed.Args
 	cs := clients(8, 4)
 	for _, off := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second} {
-		c.terminate(skewed)
-		skewed.args = append(slices.Clone(base), "-test-clock-offset", off.String())
-		c.start(skewed)
-		c.waitAlive(c.procs, 8, 30*time.Second)
-		refused0 := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total")
+		c.Terminate(skewed)
+		skewed.Args = append(slices.Clone(base), "-test-clock-offset", off.String())
+		c.Start(skewed)
+		c.WaitAlive(c.Procs, 8, 30*time.Second)
+		refused0 := sumMetric(t, c.Procs[:7], "limiterd_sync_skewed_messages_total")
 		fellBack := func() float64 {
-			return metricValue(t, skewed, `limiterd_coordinated_checks_total{result="fallback`)
+			return skewed.Metric(t, "limiterd_coordinated_checks_total", "result", "fallback*")
 		}
-		run := c.drive(context.Background(), 2*labWindow+5*time.Second, cs)
+		run := drive(t, c, 2*labWindow+5*time.Second, cs)
 		run.wait()
 		// The last message's offset, seen by node 0: the offset less its
 		// delivery.
-		seen := time.Duration(metricValue(t, c.procs[0], `limiterd_cluster_clock_offset_seconds{peer="node-7"}`) * float64(time.Second))
-		refused := sumMetric(t, c.procs[:7], "limiterd_sync_skewed_messages_total") - refused0
+		seen := time.Duration(c.Procs[0].Metric(t, "limiterd_cluster_clock_offset_seconds", "peer", "node-7") * float64(time.Second))
+		refused := sumMetric(t, c.Procs[:7], "limiterd_sync_skewed_messages_total") - refused0
 		// The skewed node's own checks at the margin that its budget
 		// decided, its coordinators not answering (past the threshold they
 		// answer it undecided).
 		budget := fellBack()
-		v := run.judge(cs, 0, 0, nil)
+		v := run.judge(cs, time.Time{}, time.Time{}, nil)
 		// Its peers see it ahead: they refuse its slices and warn.
-		warned := strings.Contains(c.procs[0].stderr.String(), "clock is ahead of ours by more than the maximum clock offset")
+		warned := strings.Contains(c.Procs[0].Stderr.String(), "clock is ahead of ours by more than the maximum clock offset")
 		t.Logf("clock ahead by %v: %v", off, v)
-		figures(t, "5 a node's clock ahead by "+off.String(),
+		nodetest.Figures(t, "5 a node's clock ahead by "+off.String(),
 			"offset node-0 sees", seen.Round(time.Millisecond), "5xx", v.fiveXX, "unanswered", v.noAnswer,
 			"compliant denied", v.compliantDenied, "false rejections (oracle)", v.falseRejections,
 			"worst ratio", v.worst, "messages refused as skewed", refused, "node-0 warned", warned,

@@ -1,8 +1,9 @@
-package e2e
+package deploy
 
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,18 +15,21 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // deployPromServer is a real Prometheus of the test's.
 type deployPromServer struct {
 	addr string
+	hc   *http.Client
 }
 
 // deployStartPrometheus runs Prometheus with deploy/prometheus/prometheus.yml
 // as an operator would install it beside alerts.yaml, pointed at the
 // cluster's nodes, scraping and evaluating every second, without an
 // Alertmanager; it is stopped when the test ends.
-func deployStartPrometheus(t *testing.T, c *testCluster) *deployPromServer {
+func deployStartPrometheus(t *testing.T, c *nodetest.Cluster) *deployPromServer {
 	t.Helper()
 	bin := deployNeed(t, "prometheus", "prometheus")
 	var cfg map[string]any
@@ -35,8 +39,8 @@ func deployStartPrometheus(t *testing.T, c *testCluster) *deployPromServer {
 	cfg["global"] = map[string]any{"scrape_interval": "1s", "evaluation_interval": "1s"}
 	delete(cfg, "alerting")
 	var targets []string
-	for _, p := range c.procs {
-		targets = append(targets, p.http)
+	for _, p := range c.Procs {
+		targets = append(targets, p.HTTP)
 	}
 	found := false
 	for _, sc := range cfg["scrape_configs"].([]any) {
@@ -63,8 +67,8 @@ func deployStartPrometheus(t *testing.T, c *testCluster) *deployPromServer {
 			t.Fatal(err)
 		}
 	}
-	s := &deployPromServer{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	out := &lockedBuffer{}
+	s := &deployPromServer{addr: fmt.Sprintf("127.0.0.1:%d", nodetest.FreePort(t)), hc: c.HTTP}
+	out := &nodetest.LockedBuffer{}
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+s.addr, "--log.level=warn")
 	cmd.Dir = dir
@@ -89,13 +93,13 @@ func deployStartPrometheus(t *testing.T, c *testCluster) *deployPromServer {
 			t.Logf("prometheus output:\n%s", deployTail([]byte(out.String())))
 		}
 	})
-	eventually(t, "prometheus ready", 30*time.Second, func() bool {
+	nodetest.Eventually(t, "prometheus ready", 30*time.Second, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("prometheus exited:\n%s", out.String())
 		default:
 		}
-		code, _, err := request("GET", "http://"+s.addr+"/-/ready")
+		code, _, err := nodetest.Get(s.hc, "http://"+s.addr+"/-/ready")
 		return err == nil && code == 200
 	})
 	return s
@@ -104,7 +108,7 @@ func deployStartPrometheus(t *testing.T, c *testCluster) *deployPromServer {
 // api GETs a path of Prometheus's HTTP API and decodes its data.
 func (s *deployPromServer) api(t *testing.T, path string, data any) {
 	t.Helper()
-	code, body, err := request("GET", "http://"+s.addr+path)
+	code, body, err := nodetest.Get(s.hc, "http://"+s.addr+path)
 	if err != nil || code != 200 {
 		t.Fatalf("prometheus %s: %d %v\n%s", path, code, err, body)
 	}
@@ -152,7 +156,7 @@ func (s *deployPromServer) alerts(t *testing.T) []deployPromAlert {
 func TestDeployLivePrometheus(t *testing.T) {
 	c := deployLiveCluster(t)
 	prom := deployStartPrometheus(t, c)
-	eventually(t, "both nodes scraped", 30*time.Second, func() bool {
+	nodetest.Eventually(t, "both nodes scraped", 30*time.Second, func() bool {
 		return prom.query(t, `up{job="limiterd"} == 1`) == 2
 	})
 
@@ -189,7 +193,7 @@ func TestDeployLivePrometheus(t *testing.T) {
 			Rules []rule `json:"rules"`
 		} `json:"groups"`
 	}
-	eventually(t, "every alert rule evaluated", 30*time.Second, func() bool {
+	nodetest.Eventually(t, "every alert rule evaluated", 30*time.Second, func() bool {
 		prom.api(t, "/api/v1/rules?type=alert", &rules)
 		n := 0
 		for _, g := range rules.Groups {
@@ -219,15 +223,15 @@ func TestDeployLivePrometheus(t *testing.T) {
 	}
 
 	// An invalid rule file: node-0 keeps its rules and reports it.
-	if err := os.WriteFile(c.rules, []byte("rules:\n  - name: default\n    limit: -5\n    window: 60s\n"), 0o644); err != nil {
+	if err := os.WriteFile(c.Rules, []byte("rules:\n  - name: default\n    limit: -5\n    window: 60s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.procs[0].cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := c.Procs[0].Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "LimiterdRulesReloadFailed pending", 30*time.Second, func() bool {
+	nodetest.Eventually(t, "LimiterdRulesReloadFailed pending", 30*time.Second, func() bool {
 		for _, a := range prom.alerts(t) {
-			if a.Labels["alertname"] == "LimiterdRulesReloadFailed" && a.Labels["instance"] == c.procs[0].http &&
+			if a.Labels["alertname"] == "LimiterdRulesReloadFailed" && a.Labels["instance"] == c.Procs[0].HTTP &&
 				a.Labels["severity"] == "warning" && a.Labels["job"] == "limiterd" && a.State == "pending" {
 				return true
 			}

@@ -1,4 +1,4 @@
-package e2e
+package deploy
 
 import (
 	"context"
@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
+	"github.com/limiterd/limiterd/internal/promtest"
 )
 
 // deployPromtoolPath returns promtool, installing Debian's prometheus
@@ -234,25 +238,19 @@ func deploySelectors(expr string) map[string][][3]string {
 	return out
 }
 
-// deployLabelValues returns, from scraped sample lines, each series name's
+// deployLabelValues returns, from scraped samples, each series name's
 // label values: name -> label -> values.
-func deployLabelValues(samples []string) map[string]map[string]map[string]bool {
+func deployLabelValues(samples []promtest.Sample) map[string]map[string]map[string]bool {
 	out := map[string]map[string]map[string]bool{}
-	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
-	pair := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 	for _, s := range samples {
-		m := line.FindStringSubmatch(s)
-		if m == nil {
-			continue
+		if out[s.Name] == nil {
+			out[s.Name] = map[string]map[string]bool{}
 		}
-		if out[m[1]] == nil {
-			out[m[1]] = map[string]map[string]bool{}
-		}
-		for _, p := range pair.FindAllStringSubmatch(m[2], -1) {
-			if out[m[1]][p[1]] == nil {
-				out[m[1]][p[1]] = map[string]bool{}
+		for l, v := range s.Labels {
+			if out[s.Name][l] == nil {
+				out[s.Name][l] = map[string]bool{}
 			}
-			out[m[1]][p[1]][p[2]] = true
+			out[s.Name][l][v] = true
 		}
 	}
 	return out
@@ -340,30 +338,31 @@ const deployRules = `rules:
 // deployment files use: checks allowed and denied, checks at the margin
 // put to the coordinator, a gRPC call, bad requests, and sync between the
 // peers (the per-peer series exist once a peer has been heard from).
-func deployLiveCluster(t *testing.T) *testCluster {
+func deployLiveCluster(t *testing.T) *nodetest.Cluster {
 	t.Helper()
-	c := startCluster(t, 2, deployRules)
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees both members alive", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == 2
+	c := nodetest.Start(t, nodetest.Config{Nodes: 2, Rules: []string{deployRules}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees both members alive", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == 2
 		})
 	}
 	for i := range 40 {
-		for _, p := range c.procs {
-			check(t, p, "api:deploy-"+itoa(i%4))
-			check(t, p, "client-"+itoa(i))
+		for _, p := range c.Procs {
+			p.Check(t, "api:deploy-"+strconv.Itoa(i%4))
+			p.Check(t, "client-"+strconv.Itoa(i))
 		}
 	}
-	request("GET", "http://"+c.procs[0].http+"/check") // a bad request: no key
+	c.Procs[0].Get("/check") // a bad request: no key
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := rlsClient(t, c.procs[0]).ShouldRateLimit(ctx, userCall("deploy")); err != nil {
+	if _, err := c.Procs[0].RLS(t).ShouldRateLimit(ctx, deployCall("deploy")); err != nil {
 		t.Fatalf("ShouldRateLimit: %v", err)
 	}
-	for _, p := range c.procs {
-		eventually(t, p.name+" exports its peer's merge lag", 20*time.Second, func() bool {
-			return metric(t, p, "limiterd_sync_merge_lag_seconds{") != ""
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" exports its peer's merge lag", 20*time.Second, func() bool {
+			_, ok := p.Metrics(t).Value("limiterd_sync_merge_lag_seconds")
+			return ok
 		})
 	}
 	return c
@@ -377,8 +376,8 @@ func deployLiveCluster(t *testing.T) *testCluster {
 func TestDeployMetricsExported(t *testing.T) {
 	c := deployLiveCluster(t)
 	series := map[string]string{}
-	var samples []string
-	for _, p := range c.procs {
+	var samples []promtest.Sample
+	for _, p := range c.Procs {
 		types, s := deployFamilies(t, p)
 		for name, fam := range deploySeriesNames(types) {
 			series[name] = fam

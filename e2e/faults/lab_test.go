@@ -1,4 +1,4 @@
-package e2e
+package faults
 
 import (
 	"context"
@@ -6,12 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,12 +15,12 @@ import (
 
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/loadgen"
 	"github.com/limiterd/limiterd/internal/netlab"
+	"github.com/limiterd/limiterd/internal/nodetest"
 	"github.com/limiterd/limiterd/internal/oracle"
 )
 
@@ -58,16 +54,16 @@ const (
 )
 
 // startLab starts n limiterd nodes, node i in the lab's node i at
-// 10.213.0.i+1 (HTTP :8080, cluster :7946, encrypted with a key made
-// here), every other node joining node 0, and waits until every node sees
-// all n alive. It skips, saying why, where the machine refuses namespaces
-// or nftables cannot be installed.
-func startLab(t *testing.T, n int, extra ...string) *testCluster {
+// 10.213.0.i+1 (HTTP :8080, cluster :7946, gRPC :8081, encrypted with a
+// key made here), every other node joining node 0, and waits until every
+// node sees all n alive. It skips, saying why, where the machine refuses
+// namespaces or nftables cannot be installed.
+func startLab(t *testing.T, n int) *nodetest.Cluster {
 	t.Helper()
 	cfg := netlab.DefaultConfig()
 	cfg.Nodes = n
-	cfg.IP = debianProgram(t, "iproute2", "ip")
-	cfg.NFT = debianProgram(t, "nftables", "nft")
+	cfg.IP = nodetest.DebianProgram(t, "iproute2", "ip")
+	cfg.NFT = nodetest.DebianProgram(t, "nftables", "nft")
 	lab, err := netlab.New(cfg)
 	if errors.Is(err, netlab.ErrUnavailable) {
 		t.Skipf("the fault tests need network namespaces, which this machine refuses: %v", err)
@@ -81,52 +77,16 @@ func startLab(t *testing.T, n int, extra ...string) *testCluster {
 			t.Error(err)
 		}
 	})
-	dir := t.TempDir()
-	path := filepath.Join(dir, "rules.yaml") + "," + filepath.Join(dir, "probes.yaml")
-	for name, body := range map[string]string{"rules.yaml": labRules, "probes.yaml": labProbes} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	key := make([]byte, 16)
 	rand.Read(key)
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: lab.DialContext, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64,
-	}}
-	c := &testCluster{t: t, bin: limiterdBinary(t), rules: path, lab: lab, hc: hc}
-	t.Cleanup(c.stopAll)
-	for i := range n {
-		addr := lab.Addr(i).String()
-		p := &proc{index: i, name: fmt.Sprintf("node-%d", i), hc: hc, http: addr + ":8080", gossip: addr + ":7946", grpc: addr + ":8081"}
-		p.args = []string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip, "-grpc-addr", p.grpc,
-			"-rules", path, "-log-level", "warn", "-gossip-key", base64.StdEncoding.EncodeToString(key)}
-		if i > 0 {
-			p.args = append(p.args, "-join", c.procs[0].gossip)
-		}
-		p.args = append(p.args, extra...)
-		c.procs = append(c.procs, p)
-		c.start(p)
-	}
-	c.waitAlive(c.procs, n, 30*time.Second)
+	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{labRules, labProbes}, Lab: lab,
+		Args: []string{"-gossip-key", base64.StdEncoding.EncodeToString(key)}})
+	c.WaitAlive(c.Procs, n, 30*time.Second)
 	return c
 }
 
-// waitAlive waits until each of ps sees want members alive, and returns
-// how long that took.
-func (c *testCluster) waitAlive(ps []*proc, want int, within time.Duration) time.Duration {
-	c.t.Helper()
-	start := time.Now()
-	for _, p := range ps {
-		eventually(c.t, fmt.Sprintf("%s sees %d members alive", p.name, want), within-time.Since(start), func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == want
-		})
-	}
-	return time.Since(start)
-}
-
 // loadClient is one client of a load run: it asks for key every every,
-// at the next node that takes requests.
+// at a node that takes requests.
 type loadClient struct {
 	key       string
 	every     time.Duration
@@ -155,79 +115,75 @@ type outcome struct {
 	err  error
 }
 
-// loadRun drives clients through the nodes that take requests and keeps
-// every outcome. Each client sends one check at a time, so a slow answer
-// delays its next one (a time.Ticker drops the ticks it missed).
+// labMaxLate is how late a load run's check may go out: one later is
+// dropped, as a client's ticker drops the ticks it missed, so that a node
+// that stalls the generator for a moment never makes a compliant client
+// bunch its checks over its limit (40 a window, and a second's 4 more,
+// stay under 50).
+const labMaxLate = time.Second
+
+// loadRun is a load run: limitload's driver (package loadgen) sending
+// each client's checks as a stream of its own, at its instants whatever
+// the answers, each to a node at random among those that take requests,
+// from the lab's hub; it keeps every check's outcome.
 type loadRun struct {
-	c     *testCluster
-	start time.Time
-	up    []atomic.Bool // nodes that get requests now
-	mu    sync.Mutex
-	log   map[string][]outcome
-	wg    sync.WaitGroup
+	up   []atomic.Bool // nodes that get requests now
+	mu   sync.Mutex
+	log  map[string][]outcome
+	done chan struct{}
+	res  *loadgen.Result // once done
 }
 
-// drive starts cs for at most d (and at most d/every checks each) on every
-// node; wait ends it.
-func (c *testCluster) drive(ctx context.Context, d time.Duration, cs []loadClient) *loadRun {
-	r := &loadRun{c: c, start: time.Now(), up: make([]atomic.Bool, len(c.procs)), log: map[string][]outcome{}}
+// drive starts cs for d on the nodes of c that take requests (all at
+// first: clear up[i] to take node i out); wait ends it.
+func drive(t *testing.T, c *nodetest.Cluster, d time.Duration, cs []loadClient) *loadRun {
+	t.Helper()
+	r := &loadRun{up: make([]atomic.Bool, len(c.Procs)), log: map[string][]outcome{}, done: make(chan struct{})}
 	for i := range r.up {
 		r.up[i].Store(true)
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	var running sync.WaitGroup
-	for ci, cl := range cs {
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			tick := time.NewTicker(cl.every)
-			defer tick.Stop()
-			next := ci
-			for n := int64(0); n <= int64(d/cl.every); n++ {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				node := r.pick(&next)
-				if node < 0 {
-					continue
-				}
-				p := c.procs[node]
-				at := time.Since(r.start)
-				code, _, err := p.get("/check?key=" + cl.key)
-				o := outcome{at: at, took: time.Since(r.start) - at, node: node, code: code, err: err}
-				r.mu.Lock()
-				r.log[cl.key] = append(r.log[cl.key], o)
-				r.mu.Unlock()
-			}
-		}()
+	cfg := loadgen.DefaultConfig()
+	for _, p := range c.Procs {
+		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		running.Wait()
+	cfg.AllowRemote, cfg.Dial = true, c.Lab.DialContext // the lab's addresses, from its hub
+	cfg.Pattern, cfg.Duration, cfg.Limit, cfg.Window = loadgen.PatternStreams, d, labLimit, labWindow
+	for _, cl := range cs {
+		cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: cl.key, Rate: float64(time.Second) / float64(cl.every)})
+	}
+	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.Progress = 8, 5*time.Second, labMaxLate, 0
+	cfg.Available = func(i int) bool { return r.up[i].Load() }
+	cfg.Observe = func(o loadgen.Outcome) {
+		if o.Status == loadgen.StatusNotSent {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		key := cs[o.Stream].key
+		r.log[key] = append(r.log[key], outcome{at: o.Sent, took: o.Done - o.Sent, node: o.Target, code: o.Status, err: o.Err})
+	}
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// Before the cluster's cleanup (cleanups run last first): no check is
+	// sent once the test has ended, whatever ended it.
+	t.Cleanup(func() {
 		cancel()
+		<-r.done
+	})
+	go func() {
+		defer close(r.done)
+		r.res = loadgen.Run(ctx, &cfg, "lab", nil)
 	}()
 	return r
 }
 
-// pick returns the next node after *next that takes requests, or -1.
-func (r *loadRun) pick(next *int) int {
-	for range len(r.up) {
-		*next = (*next + 1) % len(r.up)
-		if r.up[*next].Load() {
-			return *next
-		}
-	}
-	return -1
-}
-
 // wait waits for the run's end.
-func (r *loadRun) wait() { r.wg.Wait() }
+func (r *loadRun) wait() { <-r.done }
 
-// now is the instant of the run's clock.
-func (r *loadRun) now() time.Duration { return time.Since(r.start) }
+// since is instant at on the run's clock (after wait): the outcomes' at.
+func (r *loadRun) since(at time.Time) time.Duration { return at.Sub(r.res.Start()) }
 
 // verdict is what the oracle says of a load run's decision log.
 type verdict struct {
@@ -257,15 +213,22 @@ func (v verdict) holdsPromise(t *testing.T, what string) {
 	}
 }
 
-// judge judges the outcomes sent in [from, to) (to 0: to the end) that
-// keep (nil: all) keeps, with internal/oracle: the worst window among the
-// admissions in [from, to), counting those sent and answered inside it
-// (decided inside it, whatever the network's delay), and the false
-// rejections among the denials there, judged against every admission
-// before them.
-func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outcome) bool) verdict {
+// judge judges the outcomes sent in [from, to) (zero instants: from the
+// start, to the end) that keep (nil: all) keeps, with internal/oracle:
+// the worst window among the admissions in [from, to), counting those
+// sent and answered inside it (decided inside it, whatever the network's
+// delay), and the false rejections among the denials there, judged
+// against every admission before them. Call it after wait.
+func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outcome) bool) verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var from, to time.Duration
+	if !fromAt.IsZero() {
+		from = r.since(fromAt)
+	}
+	if !toAt.IsZero() {
+		to = max(r.since(toAt), 1) // 0 is "to the end"
+	}
 	var v verdict
 	var took []time.Duration
 	for _, cl := range cs {
@@ -302,10 +265,13 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 		}
 		// A node decided each check between its sending and its answer.
 		// An admission is judged at its answer and a denial at its
-		// sending, so that the network's delay never makes a denial look
-		// false: each key has one client, which sends a check only once
-		// the one before it was answered, so every admission in the
-		// node's window then is in the oracle's.
+		// sending, so that the network's delay does not make a denial
+		// look false: every admission answered in the node's window is
+		// in the oracle's. The driver sends open loop, so a key's checks
+		// overlap when an answer takes longer than the key's period (20
+		// ms for the abusive); an admission answered after a denial was
+		// sent may then have been decided before it, and the oracle
+		// misses it: the count is at most the false rejections.
 		slices.Sort(answered)
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
 		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {
@@ -322,79 +288,48 @@ func (r *loadRun) judge(cs []loadClient, from, to time.Duration, keep func(outco
 	return v
 }
 
-// figures logs a scenario's figures in one line, the line docs/faults.md
-// quotes, and appends it to the file LIMITERD_FIGURES names, if any: go
-// test shows a passing test's log only with -v, and make test prints that
-// file at its end.
-func figures(t *testing.T, scenario string, kv ...any) {
-	t.Helper()
-	var b strings.Builder
-	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, "; %v: %v", kv[i], kv[i+1])
-	}
-	line := "FIGURES " + scenario + b.String()
-	t.Log(line)
-	if path := os.Getenv("LIMITERD_FIGURES"); path != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(line + "\n"); err != nil { // one write: appends of parallel tests do not mix
-			t.Fatal(err)
-		}
-	}
-}
-
 // convCount counts n checks of the probe key at node p over gRPC, all
 // allowed.
-func (c *testCluster) convCount(p *proc, key string, n int) {
-	c.t.Helper()
+func convCount(t *testing.T, p *nodetest.Proc, key string, n int) {
+	t.Helper()
 	for i := range n {
-		if code, _ := c.probe(p, key, 1); code != rlsv3.RateLimitResponse_OK {
-			c.t.Fatalf("probe check %d of %s on %s: %v", i, key, p.name, code)
+		if code, _ := probe(t, p, key, 1); code != rlsv3.RateLimitResponse_OK {
+			t.Fatalf("probe check %d of %s on %s: %v", i, key, p.Name, code)
 		}
 	}
 }
 
 // convSeen is how many checks of the probe key node p has counted, read
 // without counting.
-func (c *testCluster) convSeen(p *proc, key string) int64 {
-	c.t.Helper()
-	_, left := c.probe(p, key, 0)
+func convSeen(t *testing.T, p *nodetest.Proc, key string) int64 {
+	t.Helper()
+	_, left := probe(t, p, key, 0)
 	return 100000 - int64(left)
 }
 
 // probe asks node p over gRPC (dialled from the lab's hub) for hits of
 // the probe descriptor with value key.
-func (c *testCluster) probe(p *proc, key string, hits uint64) (rlsv3.RateLimitResponse_Code, uint32) {
-	c.t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+p.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return c.lab.DialContext(ctx, "tcp", addr)
-		}))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer conn.Close()
+func probe(t *testing.T, p *nodetest.Proc, key string, hits uint64) (rlsv3.RateLimitResponse_Code, uint32) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "conv",
+	resp, err := p.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "conv",
 		Descriptors: []*commonv3.RateLimitDescriptor{{
 			Entries:    []*commonv3.RateLimitDescriptor_Entry{{Key: "probe", Value: key}},
 			HitsAddend: wrapperspb.UInt64(hits),
 		}}})
 	if err != nil {
-		c.t.Fatalf("probe of %s on %s: %v", key, p.name, err)
+		t.Fatalf("probe of %s on %s: %v", key, p.Name, err)
 	}
 	return resp.OverallCode, resp.Statuses[0].LimitRemaining
 }
 
-// sumMetric sums the series starting with prefix over ps.
-func sumMetric(t *testing.T, ps []*proc, prefix string) (v float64) {
+// sumMetric sums the series of name whose labels include the pairs of
+// labels over ps (promtest: a trailing * matches a prefix).
+func sumMetric(t *testing.T, ps []*nodetest.Proc, name string, labels ...string) (v float64) {
 	t.Helper()
 	for _, p := range ps {
-		v += metricValue(t, p, prefix)
+		v += p.Metric(t, name, labels...)
 	}
 	return v
 }
@@ -406,7 +341,7 @@ func sumMetric(t *testing.T, ps []*proc, prefix string) (v float64) {
 // keeps.
 func labBound(t *testing.T, n int, fallback bool) float64 {
 	t.Helper()
-	b, _ := derivedBound(t, n, labLimit, labWindow, 200*time.Millisecond, func(cc *counter.ClusterConfig) {
+	b, _ := nodetest.DerivedBound(t, n, labLimit, labWindow, 200*time.Millisecond, func(cc *counter.ClusterConfig) {
 		cc.Coordinated = !fallback
 	})
 	return float64(b) / labLimit
