@@ -176,6 +176,7 @@ func TestAccuracyOverHTTP(t *testing.T) {
 func drive(t *testing.T, c *nodetest.Cluster, key string, factor float64, limit int, window, d time.Duration) []loadgen.Outcome {
 	t.Helper()
 	cfg := loadgen.DefaultConfig()
+	cfg.Targets = nil // the nodes only, not the default
 	for _, p := range c.Procs {
 		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}

@@ -99,9 +99,7 @@ func TestFaultCoordinatorStopped(t *testing.T) {
 		t.Error("no ask went to the runner-up while the coordinator was stopped")
 	}
 	// Each node gives up FailoverMisses asks in a row, and the ones in
-	// flight beside them: at most one per client at once, as a client's
-	// checks are 20 ms apart or more and each is answered within the
-	// coordinator's deadline (5 ms), decided by the budget if need be.
+	// flight beside them: at most one per client at once.
 	for i, p := range others {
 		if n, most := last[i]-e0[i], float64(misses+len(cs)-1); n > most {
 			t.Errorf("%s gave up %v asks on the stopped coordinator, more than %v", p.Name, n, most)

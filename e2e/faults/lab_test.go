@@ -123,9 +123,11 @@ type outcome struct {
 const labMaxLate = time.Second
 
 // loadRun is a load run: limitload's driver (package loadgen) sending
-// each client's checks as a stream of its own, at its instants whatever
-// the answers, each to a node at random among those that take requests,
-// from the lab's hub; it keeps every check's outcome.
+// each client's checks as a stream of its own, each to a node at random
+// among those that take requests, from the lab's hub, and keeping every
+// check's outcome. A client sends one check at a time (loadgen's
+// OnePerKey): one due while its last is unanswered is dropped, as a
+// client's ticker drops the ticks it missed.
 type loadRun struct {
 	up   []atomic.Bool // nodes that get requests now
 	mu   sync.Mutex
@@ -143,6 +145,7 @@ func drive(t *testing.T, c *nodetest.Cluster, d time.Duration, cs []loadClient) 
 		r.up[i].Store(true)
 	}
 	cfg := loadgen.DefaultConfig()
+	cfg.Targets = nil // the nodes only, not the default
 	for _, p := range c.Procs {
 		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}
@@ -151,7 +154,7 @@ func drive(t *testing.T, c *nodetest.Cluster, d time.Duration, cs []loadClient) 
 	for _, cl := range cs {
 		cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: cl.key, Rate: float64(time.Second) / float64(cl.every)})
 	}
-	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.Progress = 8, 5*time.Second, labMaxLate, 0
+	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.OnePerKey, cfg.Progress = 8, 5*time.Second, labMaxLate, true, 0
 	cfg.Available = func(i int) bool { return r.up[i].Load() }
 	cfg.Observe = func(o loadgen.Outcome) {
 		if o.Status == loadgen.StatusNotSent {
@@ -265,13 +268,10 @@ func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outco
 		}
 		// A node decided each check between its sending and its answer.
 		// An admission is judged at its answer and a denial at its
-		// sending, so that the network's delay does not make a denial
-		// look false: every admission answered in the node's window is
-		// in the oracle's. The driver sends open loop, so a key's checks
-		// overlap when an answer takes longer than the key's period (20
-		// ms for the abusive); an admission answered after a denial was
-		// sent may then have been decided before it, and the oracle
-		// misses it: the count is at most the false rejections.
+		// sending, so that the network's delay never makes a denial look
+		// false: each key has one client, which sends a check only once
+		// the one before it was answered, so every admission in the
+		// node's window then is in the oracle's.
 		slices.Sort(answered)
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
 		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {

@@ -251,6 +251,7 @@ func TestSoak(t *testing.T) {
 // closes when it has returned.
 func (s *soak) load(ctx context.Context) <-chan struct{} {
 	cfg := loadgen.DefaultConfig()
+	cfg.Targets = nil // the nodes only, not the default
 	for _, p := range s.c.Procs {
 		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}

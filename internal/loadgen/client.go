@@ -56,6 +56,12 @@ func (k *keyNamer) add(name string, n int32, many bool) {
 	k.groups = append(k.groups, keyGroup{base: base, n: n, name: name, esc: []byte(url.QueryEscape(name)), many: many})
 }
 
+// total is the number of the run's keys.
+func (k *keyNamer) total() int {
+	last := k.groups[len(k.groups)-1]
+	return int(last.base + last.n)
+}
+
 // group returns the index of key i's group and i's index in it.
 func (k *keyNamer) group(i int32) (int, int32) {
 	g := sort.Search(len(k.groups), func(g int) bool { return k.groups[g].base+k.groups[g].n > i })

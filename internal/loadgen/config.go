@@ -159,9 +159,15 @@ type Config struct {
 	// generator that fell behind does not catch up in a burst the nodes
 	// did not get on time. It counts as unsent.
 	MaxLate time.Duration
-	// Observe, if set, is called with every request a worker takes: sent
-	// and answered or failed, or dropped unsent (MaxLate, the run
-	// ending). The workers call it concurrently; it must be quick.
+	// OnePerKey keeps at most one request of a key in flight, as a client
+	// that waits for each answer: one due while the key's last is still
+	// unanswered is dropped, counted unsent (and observed), not queued.
+	// It holds a flag per key.
+	OnePerKey bool
+	// Observe, if set, is called with every request of the schedule that
+	// was due before the run ended: sent and answered or failed, or
+	// dropped unsent (OnePerKey, MaxLate, the run ending). The workers and
+	// the scheduling goroutine call it concurrently; it must be quick.
 	Observe func(Outcome)
 }
 

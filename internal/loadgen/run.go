@@ -170,6 +170,10 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *Re
 	if cfg.Client == ClientHTTP {
 		client = newHTTPClient(cfg.Conns, cfg.Timeout, cfg.Dial)
 	}
+	var busy []atomic.Bool // OnePerKey: the keys with a request in flight
+	if cfg.OnePerKey {
+		busy = make([]atomic.Bool, keys.total())
+	}
 	queues := make([]chan job, len(cfg.Targets))
 	var wg sync.WaitGroup
 	for t, addr := range cfg.Targets {
@@ -181,7 +185,7 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *Re
 			} else {
 				s = newRawSender(addr, path, keys, cfg.Timeout, cfg.Dial)
 			}
-			w := &worker{q: queues[t], s: s, target: t, start: start, st: st, maxLate: cfg.MaxLate, observe: cfg.Observe, keys: keys}
+			w := &worker{q: queues[t], s: s, target: t, start: start, st: st, maxLate: cfg.MaxLate, busy: busy, observe: cfg.Observe, keys: keys}
 			wg.Go(func() { w.work(runCtx) })
 		}
 	}
@@ -213,6 +217,14 @@ dispatch:
 		t := picker.pick()
 		if cfg.Available != nil {
 			t = available(t, len(cfg.Targets), cfg.Available)
+		}
+		if busy != nil {
+			if busy[a.key].Load() {
+				res.count(a)
+				observe(cfg.Observe, keys, Outcome{Target: t, Sched: a.at, Status: StatusNotSent}, a.key)
+				continue
+			}
+			busy[a.key].Store(true)
 		}
 		rec := log.next()
 		if rec != nil {
@@ -288,6 +300,7 @@ type worker struct {
 	start   time.Time
 	st      *stats
 	maxLate time.Duration
+	busy    []atomic.Bool // OnePerKey's flags, cleared when a job is done
 	observe func(Outcome)
 	keys    *keyNamer // to number an Outcome's key in its stream
 }
@@ -299,6 +312,7 @@ func (w *worker) work(ctx context.Context) {
 	defer w.s.close()
 	for j := range w.q {
 		if ctx.Err() != nil || w.maxLate > 0 && time.Since(w.start)-j.sched > w.maxLate {
+			w.done(j.key)
 			w.report(Outcome{Sched: j.sched, Status: StatusNotSent}, j.key) // rec stays StatusNotSent
 			continue
 		}
@@ -316,18 +330,33 @@ func (w *worker) work(ctx context.Context) {
 		if j.rec != nil {
 			j.rec.sent, j.rec.status, j.rec.failOpen = sent, int16(status), failOpen
 		}
+		w.done(j.key)
 		w.report(Outcome{Sched: j.sched, Sent: sent, Done: done, Status: status, Err: err, FailOpen: failOpen}, j.key)
+	}
+}
+
+// done frees key for its next request (OnePerKey).
+func (w *worker) done(key int32) {
+	if w.busy != nil {
+		w.busy[key].Store(false)
 	}
 }
 
 // report gives o, of key, to Config.Observe.
 func (w *worker) report(o Outcome, key int32) {
-	if w.observe == nil {
+	o.Target = w.target
+	observe(w.observe, w.keys, o, key)
+}
+
+// observe gives o, of the run's key, to fn (Config.Observe) if set,
+// numbered in its stream.
+func observe(fn func(Outcome), keys *keyNamer, o Outcome, key int32) {
+	if fn == nil {
 		return
 	}
-	g, k := w.keys.group(key)
-	o.Stream, o.Key, o.Target = g, int(k), w.target
-	w.observe(o)
+	g, k := keys.group(key)
+	o.Stream, o.Key = g, int(k)
+	fn(o)
 }
 
 // reportProgress prints one line every interval until stop is closed:

@@ -187,3 +187,51 @@ func TestMaxLate(t *testing.T) {
 		t.Fatalf("%d sent, %d dropped; report answered %d unsent %d", sent.Load(), dropped.Load(), rep.Answered, rep.Unsent)
 	}
 }
+
+// TestOnePerKey: a key's requests never overlap, whatever the rate: one
+// due while the key's last is unanswered is dropped, observed unsent and
+// counted unsent; two keys still go at once.
+func TestOnePerKey(t *testing.T) {
+	var inFlight, most sync.Map // key -> *atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("key")
+		v, _ := inFlight.LoadOrStore(key, new(atomic.Int64))
+		m, _ := most.LoadOrStore(key, new(atomic.Int64))
+		n := v.(*atomic.Int64).Add(1)
+		for old := m.(*atomic.Int64).Load(); n > old && !m.(*atomic.Int64).CompareAndSwap(old, n); old = m.(*atomic.Int64).Load() {
+		}
+		time.Sleep(50 * time.Millisecond)
+		v.(*atomic.Int64).Add(-1)
+		w.WriteHeader(http.StatusOK)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	// 30 requests of each key in 300 ms, on connections enough for all.
+	cfg := streamsConfig(300*time.Millisecond, []string{ln.Addr().String()}, Stream{Key: "one-a", Rate: 100}, Stream{Key: "one-b", Rate: 100})
+	cfg.Conns, cfg.OnePerKey = 16, true
+	var sent, dropped atomic.Int64
+	cfg.Observe = func(o Outcome) {
+		if o.Status == StatusNotSent {
+			dropped.Add(1)
+		} else {
+			sent.Add(1)
+		}
+	}
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	rep := Run(context.Background(), &cfg, "r", nil).Report()
+	for _, key := range []string{"one-a", "one-b"} {
+		m, ok := most.Load(key)
+		if !ok || m.(*atomic.Int64).Load() != 1 {
+			t.Errorf("%s: at most %v in flight at once, want 1", key, m)
+		}
+	}
+	if sent.Load() < 2 || sent.Load() > 20 || sent.Load()+dropped.Load() != 60 || rep.Answered != int(sent.Load()) || rep.Unsent != int(dropped.Load()) {
+		t.Fatalf("%d sent, %d dropped; report answered %d unsent %d", sent.Load(), dropped.Load(), rep.Answered, rep.Unsent)
+	}
+}

@@ -57,7 +57,8 @@ func (p *Proc) Pid() int { return p.pid }
 // Wrap).
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
-// ExitCode is the ended run's exit code (-1 when a signal ended it).
+// ExitCode is the run's exit code (-1 when a signal ended it), once it
+// has ended: it waits for that.
 func (p *Proc) ExitCode() int {
 	<-p.exited
 	return p.exitCode
