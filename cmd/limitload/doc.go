@@ -1,12 +1,13 @@
 // Command limitload is a load and accuracy driver for running limiterd
 // nodes. It sends GET /check over keep-alive HTTP/1.1 connections, many in
 // flight, each request at its scheduled instant whatever the answers (open
-// loop), spread over the targets at random, round-robin or by the seed
-// study's LCG; and it judges the answers against the rule the nodes apply:
-// the most requests of one key accepted in any window-long interval
-// (NFR1: at most 1.1 x the limit) and the false rejections (NFR2: a
-// request rejected while fewer than the limit of its key were accepted in
-// the window before it), computed from its own log of send instants.
+// loop), spread over the targets at random, round-robin (over all
+// requests, or each key's in turn) or by the seed study's LCG; and it
+// judges the answers against the rule the nodes apply: the most requests
+// of one key accepted in any window-long interval (NFR1: at most 1.1 x
+// the limit) and the false rejections (NFR2: a request rejected while
+// fewer than the limit of its key were accepted in the window before it),
+// computed from its own log of send instants.
 //
 //	limitload --targets 127.0.0.1:8081,...,127.0.0.1:8088 --pattern edge-burst --limit 600 --window 10s
 //	limitload --targets ... --pattern keys --keys 200000 --rate 40000 --duration 60s --limit 600 --window 60s --json

@@ -149,7 +149,7 @@ func parseFlags(args []string, stdout, stderr io.Writer, resolve func(string) ([
 	targets := strings.Join(c.Targets, ",")
 	fs.StringVar(&targets, "targets", targets, "comma-separated `HOST:PORT` list of limiterd nodes (loopback only without --allow-remote)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", c.AllowRemote, "allow targets outside 127.0.0.0/8 and ::1")
-	fs.StringVar(&c.Spread, "spread", c.Spread, "how requests are spread over the targets: random, round-robin, or lcg (the seed study's generator; with the default --seed its node choices)")
+	fs.StringVar(&c.Spread, "spread", c.Spread, "how requests are spread over the targets: random, round-robin, key-round-robin (each key through the targets in turn, from its own), or lcg (the seed study's generator; with the default --seed its node choices)")
 	fs.StringVar(&c.Pattern, "pattern", c.Pattern, "arrival `PATTERN`: steady, edge-burst, intermittent, random or keys (see below)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "the server's limit `N` for the keys driven (requests per --window)")
 	fs.DurationVar(&c.Window, "window", c.Window, "the server's window `D` for the keys driven; the seed's 60 s patterns are scaled to it")

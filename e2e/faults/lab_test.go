@@ -123,8 +123,8 @@ type outcome struct {
 const labMaxLate = time.Second
 
 // loadRun is a load run: limitload's driver (package loadgen) sending
-// each client's checks as a stream of its own, each to a node at random
-// among those that take requests, from the lab's hub, and keeping every
+// each client's checks as a stream of its own, from the lab's hub, each
+// through the next node in turn that takes requests, and keeping every
 // check's outcome. A client sends one check at a time (loadgen's
 // OnePerKey): one due while its last is unanswered is dropped, as a
 // client's ticker drops the ticks it missed.
@@ -154,7 +154,8 @@ func drive(t *testing.T, c *nodetest.Cluster, d time.Duration, cs []loadClient) 
 	for _, cl := range cs {
 		cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: cl.key, Rate: float64(time.Second) / float64(cl.every)})
 	}
-	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.OnePerKey, cfg.Progress = 8, 5*time.Second, labMaxLate, true, 0
+	cfg.Spread, cfg.OnePerKey = loadgen.SpreadKeyRoundRobin, true
+	cfg.Conns, cfg.Timeout, cfg.MaxLate, cfg.Progress = 8, 5*time.Second, labMaxLate, 0
 	cfg.Available = func(i int) bool { return r.up[i].Load() }
 	cfg.Observe = func(o loadgen.Outcome) {
 		if o.Status == loadgen.StatusNotSent {

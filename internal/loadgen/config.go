@@ -23,9 +23,10 @@ const (
 	PatternKeys         = "keys"
 	PatternStreams      = "streams"
 
-	SpreadRandom     = "random"
-	SpreadRoundRobin = "round-robin"
-	SpreadLCG        = "lcg"
+	SpreadRandom        = "random"
+	SpreadRoundRobin    = "round-robin"
+	SpreadKeyRoundRobin = "key-round-robin"
+	SpreadLCG           = "lcg"
 
 	ClientRaw  = "raw"
 	ClientHTTP = "http"
@@ -51,6 +52,8 @@ const (
 	maxKeysFlag  = 100_000_000
 	maxRateFlag  = 10_000_000
 	maxWorstKeys = 10_000
+	// maxKeyRoundRobin bounds key-round-robin's counters (2 bytes a key).
+	maxKeyRoundRobin = 10_000_000
 )
 
 // Config is one run. limitload's flags fill every field but those under
@@ -64,8 +67,11 @@ type Config struct {
 	// AllowRemote lifts the loopback guard.
 	AllowRemote bool
 	// Spread picks each request's target: random (uniform, from Seed),
-	// round-robin, or lcg (the seed study's 32-bit LCG seeded with Seed, so
-	// the default seed reproduces its node choices).
+	// round-robin, key-round-robin (each key through the targets in turn,
+	// key k from target k mod the targets: a client that asks the next
+	// node each time; a counter per key), or lcg (the seed study's 32-bit
+	// LCG seeded with Seed, so the default seed reproduces its node
+	// choices).
 	Spread string
 
 	// Pattern is the arrival pattern: steady, edge-burst, intermittent,
@@ -251,8 +257,12 @@ func (c *Config) Validate(resolve func(host string) ([]string, error)) error {
 	}
 	switch c.Spread {
 	case SpreadRandom, SpreadRoundRobin, SpreadLCG:
+	case SpreadKeyRoundRobin:
+		if n := c.keyCount(); n > maxKeyRoundRobin {
+			return configErr("--spread %s: %d keys, at most %d", c.Spread, n, maxKeyRoundRobin)
+		}
 	default:
-		return configErr("--spread %q: want random, round-robin or lcg", c.Spread)
+		return configErr("--spread %q: want random, round-robin, key-round-robin or lcg", c.Spread)
 	}
 	switch c.Client {
 	case ClientRaw, ClientHTTP:
@@ -371,6 +381,18 @@ func (c *Config) streamsRate() float64 {
 		r += s.Rate
 	}
 	return r
+}
+
+// keyCount is the number of the run's keys.
+func (c *Config) keyCount() int {
+	switch c.Pattern {
+	case PatternKeys:
+		return c.Keys
+	case PatternStreams:
+		return c.streamsKeys()
+	default:
+		return 1
+	}
 }
 
 // streamsKeys is the number of keys of the streams in all.

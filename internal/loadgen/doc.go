@@ -1,8 +1,8 @@
 // Package loadgen is limitload's driver: it sends GET /check to running
 // limiterd nodes over keep-alive HTTP/1.1 connections, many in flight,
 // each request at its scheduled instant whatever the answers (open loop),
-// spread over the targets at random, round-robin or by the seed study's
-// LCG; and it judges the answers against the rule the nodes apply: the
+// spread over the targets at random, round-robin (over all requests, or
+// each key's in turn) or by the seed study's LCG; and it judges the answers against the rule the nodes apply: the
 // most requests of one key accepted in any window-long interval (NFR1: at
 // most 1.1 x the limit) and the false rejections (NFR2: a request rejected
 // while fewer than the limit of its key were accepted in the window before

@@ -197,15 +197,19 @@ func (k *keyPicker) pick() int32 {
 	return int32(k.rng.IntN(k.n))
 }
 
-// A targetPicker chooses the target of each request, in schedule order.
+// A targetPicker chooses the target of each request, in schedule order,
+// given the index of its key.
 type targetPicker interface {
-	pick() int
+	pick(key int32) int
 }
 
-func newTargetPicker(spread string, seed uint64, n int) targetPicker {
+// newTargetPicker picks among n targets the requests of keys keys.
+func newTargetPicker(spread string, seed uint64, n, keys int) targetPicker {
 	switch spread {
 	case SpreadRoundRobin:
 		return &roundRobin{n: n}
+	case SpreadKeyRoundRobin:
+		return &keyRoundRobin{next: make([]uint16, keys), n: n}
 	case SpreadLCG:
 		return &lcgPicker{g: seedpkg.NewLCG(uint32(seed)), n: n}
 	default:
@@ -215,7 +219,7 @@ func newTargetPicker(spread string, seed uint64, n int) targetPicker {
 
 type roundRobin struct{ i, n int }
 
-func (r *roundRobin) pick() int {
+func (r *roundRobin) pick(int32) int {
 	i := r.i
 	r.i = (r.i + 1) % r.n
 	return i
@@ -226,7 +230,7 @@ type randomPicker struct {
 	n   int
 }
 
-func (r *randomPicker) pick() int { return r.rng.IntN(r.n) }
+func (r *randomPicker) pick(int32) int { return r.rng.IntN(r.n) }
 
 type lcgPicker struct {
 	g *seedpkg.LCG // the seed study's generator
@@ -234,4 +238,17 @@ type lcgPicker struct {
 }
 
 // pick is the seed's Math.floor(rnd() * DUGUM).
-func (l *lcgPicker) pick() int { return l.g.Node(l.n) }
+func (l *lcgPicker) pick(int32) int { return l.g.Node(l.n) }
+
+// keyRoundRobin sends each key through the targets in turn, key k from
+// target k mod n: a client that asks the next node each time.
+type keyRoundRobin struct {
+	next []uint16 // by key: how far along the targets it is (n <= maxTargets)
+	n    int
+}
+
+func (r *keyRoundRobin) pick(key int32) int {
+	i := (int(key) + int(r.next[key])) % r.n
+	r.next[key] = uint16((int(r.next[key]) + 1) % r.n)
+	return i
+}

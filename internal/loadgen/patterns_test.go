@@ -141,20 +141,20 @@ func TestZipfSkew(t *testing.T) {
 // TestLCGPicker pins --spread lcg to the seed's node choices (computed
 // independently: s = (s*1103515245 + 12345) % 2**32, node = s*8 // 2**32).
 func TestLCGPicker(t *testing.T) {
-	p := newTargetPicker(SpreadLCG, seedLCGSeed, 8)
+	p := newTargetPicker(SpreadLCG, seedLCGSeed, 8, 1)
 	for i, want := range []int{1, 5, 6, 5, 0, 3, 4, 7, 4, 4, 6, 6} {
-		if got := p.pick(); got != want {
+		if got := p.pick(0); got != want {
 			t.Fatalf("draw %d: node %d, want %d", i, got, want)
 		}
 	}
 }
 
 func TestTargetPickers(t *testing.T) {
-	for _, spread := range []string{SpreadRandom, SpreadRoundRobin, SpreadLCG} {
-		p := newTargetPicker(spread, 3, 5)
+	for _, spread := range []string{SpreadRandom, SpreadRoundRobin, SpreadKeyRoundRobin, SpreadLCG} {
+		p := newTargetPicker(spread, 3, 5, 3)
 		seen := make([]int, 5)
-		for range 5000 {
-			i := p.pick()
+		for j := range 5000 {
+			i := p.pick(int32(j % 3))
 			if i < 0 || i >= 5 {
 				t.Fatalf("%s: target %d of 5", spread, i)
 			}
@@ -166,10 +166,20 @@ func TestTargetPickers(t *testing.T) {
 			}
 		}
 	}
-	rr := newTargetPicker(SpreadRoundRobin, 0, 3)
+	rr := newTargetPicker(SpreadRoundRobin, 0, 3, 1)
 	for i := range 7 {
-		if got := rr.pick(); got != i%3 {
+		if got := rr.pick(0); got != i%3 {
 			t.Errorf("round-robin pick %d = %d", i, got)
 		}
+	}
+	// Each key through the targets in turn, from its own: keys 0 and 4
+	// of 3 targets, asked in turn.
+	krr := newTargetPicker(SpreadKeyRoundRobin, 0, 3, 5)
+	var got []int
+	for range 4 {
+		got = append(got, krr.pick(0), krr.pick(4))
+	}
+	if !slices.Equal(got, []int{0, 1, 1, 2, 2, 0, 0, 1}) {
+		t.Errorf("key-round-robin picks %v", got)
 	}
 }

@@ -151,7 +151,7 @@ func Run(ctx context.Context, cfg *Config, runID string, progress io.Writer) *Re
 	st := &stats{status: map[int]int{}, phase: cfg.Phase}
 	log := &recordLog{max: cfg.MaxLog}
 	sched := newSchedule(cfg)
-	picker := newTargetPicker(cfg.Spread, cfg.Seed, len(cfg.Targets))
+	picker := newTargetPicker(cfg.Spread, cfg.Seed, len(cfg.Targets), keys.total())
 	cpu0 := cpuTime()
 
 	start := time.Now().Add(100 * time.Millisecond) // time to dial before the first instant
@@ -214,7 +214,7 @@ dispatch:
 			case <-timer.C:
 			}
 		}
-		t := picker.pick()
+		t := picker.pick(a.key)
 		if cfg.Available != nil {
 			t = available(t, len(cfg.Targets), cfg.Available)
 		}

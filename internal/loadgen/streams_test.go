@@ -82,6 +82,7 @@ func TestStreamsValidate(t *testing.T) {
 		{"negative keys", func(c *Config) { c.Streams[0].Keys = -1 }, "stream 0: -1 keys"},
 		{"flat zipf", func(c *Config) { c.Streams[0].ZipfS = 1 }, "Zipf exponent"},
 		{"too many requests", func(c *Config) { c.Streams[0].Rate, c.Duration = maxRateFlag, time.Hour }, "requests"},
+		{"key-round-robin over too many keys", func(c *Config) { c.Spread, c.Streams[0].Keys = SpreadKeyRoundRobin, maxKeyRoundRobin+1 }, "key-round-robin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := streamsConfig(time.Second, []string{"127.0.0.1:1"}, Stream{Key: "k", Rate: 1})

@@ -28,7 +28,7 @@ func WriteSchedule(w io.Writer, cfg *Config, runID string) error {
 	sched := newSchedule(cfg)
 	var picker targetPicker
 	if len(cfg.Targets) > 0 {
-		picker = newTargetPicker(cfg.Spread, cfg.Seed, len(cfg.Targets))
+		picker = newTargetPicker(cfg.Spread, cfg.Seed, len(cfg.Targets), keys.total())
 	}
 	for {
 		a, ok := sched.next()
@@ -36,7 +36,7 @@ func WriteSchedule(w io.Writer, cfg *Config, runID string) error {
 			break
 		}
 		if picker != nil {
-			fmt.Fprintf(bw, "%d %s %d\n", a.at.Milliseconds(), keys.name(a.key), picker.pick())
+			fmt.Fprintf(bw, "%d %s %d\n", a.at.Milliseconds(), keys.name(a.key), picker.pick(a.key))
 		} else {
 			fmt.Fprintf(bw, "%d %s\n", a.at.Milliseconds(), keys.name(a.key))
 		}
