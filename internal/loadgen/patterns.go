@@ -198,9 +198,11 @@ func (k *keyPicker) pick() int32 {
 }
 
 // A targetPicker chooses the target of each request, in schedule order,
-// given the index of its key.
+// given the index of its key and which targets take requests (up; nil:
+// all): the one the spread picks, or the first after it that up takes
+// (the picked one when up takes none).
 type targetPicker interface {
-	pick(key int32) int
+	pick(key int32, up func(int) bool) int
 }
 
 // newTargetPicker picks among n targets the requests of keys keys.
@@ -219,10 +221,10 @@ func newTargetPicker(spread string, seed uint64, n, keys int) targetPicker {
 
 type roundRobin struct{ i, n int }
 
-func (r *roundRobin) pick(int32) int {
+func (r *roundRobin) pick(_ int32, up func(int) bool) int {
 	i := r.i
 	r.i = (r.i + 1) % r.n
-	return i
+	return available(i, r.n, up)
 }
 
 type randomPicker struct {
@@ -230,7 +232,9 @@ type randomPicker struct {
 	n   int
 }
 
-func (r *randomPicker) pick(int32) int { return r.rng.IntN(r.n) }
+func (r *randomPicker) pick(_ int32, up func(int) bool) int {
+	return available(r.rng.IntN(r.n), r.n, up)
+}
 
 type lcgPicker struct {
 	g *seedpkg.LCG // the seed study's generator
@@ -238,17 +242,35 @@ type lcgPicker struct {
 }
 
 // pick is the seed's Math.floor(rnd() * DUGUM).
-func (l *lcgPicker) pick(int32) int { return l.g.Node(l.n) }
+func (l *lcgPicker) pick(_ int32, up func(int) bool) int {
+	return available(l.g.Node(l.n), l.n, up)
+}
 
 // keyRoundRobin sends each key through the targets in turn, key k from
-// target k mod n: a client that asks the next node each time.
+// target k mod n: a client that asks the next node each time, and after
+// one it passed over for being down, the one after the node it asked.
 type keyRoundRobin struct {
-	next []uint16 // by key: how far along the targets it is (n <= maxTargets)
+	next []uint16 // by key: the next target, less the key, mod n (n <= maxTargets)
 	n    int
 }
 
-func (r *keyRoundRobin) pick(key int32) int {
-	i := (int(key) + int(r.next[key])) % r.n
-	r.next[key] = uint16((int(r.next[key]) + 1) % r.n)
+func (r *keyRoundRobin) pick(key int32, up func(int) bool) int {
+	k := int(key) % r.n
+	i := available((k+int(r.next[key]))%r.n, r.n, up)
+	r.next[key] = uint16((i + 1 - k + r.n) % r.n)
 	return i
+}
+
+// available is the first target from t on, of n, that up takes; t when
+// up is nil or takes none.
+func available(t, n int, up func(int) bool) int {
+	if up == nil {
+		return t
+	}
+	for i := range n {
+		if u := (t + i) % n; up(u) {
+			return u
+		}
+	}
+	return t
 }

@@ -143,7 +143,7 @@ func TestZipfSkew(t *testing.T) {
 func TestLCGPicker(t *testing.T) {
 	p := newTargetPicker(SpreadLCG, seedLCGSeed, 8, 1)
 	for i, want := range []int{1, 5, 6, 5, 0, 3, 4, 7, 4, 4, 6, 6} {
-		if got := p.pick(0); got != want {
+		if got := p.pick(0, nil); got != want {
 			t.Fatalf("draw %d: node %d, want %d", i, got, want)
 		}
 	}
@@ -154,7 +154,7 @@ func TestTargetPickers(t *testing.T) {
 		p := newTargetPicker(spread, 3, 5, 3)
 		seen := make([]int, 5)
 		for j := range 5000 {
-			i := p.pick(int32(j % 3))
+			i := p.pick(int32(j%3), nil)
 			if i < 0 || i >= 5 {
 				t.Fatalf("%s: target %d of 5", spread, i)
 			}
@@ -168,7 +168,7 @@ func TestTargetPickers(t *testing.T) {
 	}
 	rr := newTargetPicker(SpreadRoundRobin, 0, 3, 1)
 	for i := range 7 {
-		if got := rr.pick(0); got != i%3 {
+		if got := rr.pick(0, nil); got != i%3 {
 			t.Errorf("round-robin pick %d = %d", i, got)
 		}
 	}
@@ -177,9 +177,27 @@ func TestTargetPickers(t *testing.T) {
 	krr := newTargetPicker(SpreadKeyRoundRobin, 0, 3, 5)
 	var got []int
 	for range 4 {
-		got = append(got, krr.pick(0), krr.pick(4))
+		got = append(got, krr.pick(0, nil), krr.pick(4, nil))
 	}
 	if !slices.Equal(got, []int{0, 1, 1, 2, 2, 0, 0, 1}) {
 		t.Errorf("key-round-robin picks %v", got)
+	}
+	// With target 1 down, key 0 passes it over for 2 and goes on from
+	// there; the other spreads take the next target up.
+	down1 := func(t int) bool { return t != 1 }
+	got = nil
+	for range 4 {
+		got = append(got, krr.pick(0, down1))
+	}
+	if !slices.Equal(got, []int{2, 0, 2, 0}) {
+		t.Errorf("key-round-robin picks with target 1 down %v", got)
+	}
+	rr = newTargetPicker(SpreadRoundRobin, 0, 3, 1)
+	got = nil
+	for range 3 {
+		got = append(got, rr.pick(0, down1))
+	}
+	if !slices.Equal(got, []int{0, 2, 2}) {
+		t.Errorf("round-robin picks with target 1 down %v", got)
 	}
 }

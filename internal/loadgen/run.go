@@ -214,10 +214,7 @@ dispatch:
 			case <-timer.C:
 			}
 		}
-		t := picker.pick(a.key)
-		if cfg.Available != nil {
-			t = available(t, len(cfg.Targets), cfg.Available)
-		}
+		t := picker.pick(a.key, cfg.Available)
 		if busy != nil {
 			if busy[a.key].Load() {
 				res.count(a)
@@ -261,16 +258,6 @@ dispatch:
 	res.truncated = log.n >= log.max && res.scheduled > log.n
 	res.cpu = cpuTime() - cpu0
 	return res
-}
-
-// available is the first target from t on that up takes, or t.
-func available(t, n int, up func(int) bool) int {
-	for i := range n {
-		if u := (t + i) % n; up(u) {
-			return u
-		}
-	}
-	return t
 }
 
 // Start is the run's instant 0: the instants of the schedule, of a trace

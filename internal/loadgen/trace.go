@@ -36,7 +36,7 @@ func WriteSchedule(w io.Writer, cfg *Config, runID string) error {
 			break
 		}
 		if picker != nil {
-			fmt.Fprintf(bw, "%d %s %d\n", a.at.Milliseconds(), keys.name(a.key), picker.pick(a.key))
+			fmt.Fprintf(bw, "%d %s %d\n", a.at.Milliseconds(), keys.name(a.key), picker.pick(a.key, nil))
 		} else {
 			fmt.Fprintf(bw, "%d %s\n", a.at.Milliseconds(), keys.name(a.key))
 		}
