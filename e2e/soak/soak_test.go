@@ -63,6 +63,10 @@ const (
 	soakConns = 32
 	// soakMinute is the sampling period and the restart period.
 	soakMinute = time.Minute
+	// soakTail is how long the load goes on past the last minute, its
+	// checks not counted, so that the last sample, like every other, finds
+	// the clients' connections open.
+	soakTail = 5 * time.Second
 )
 
 // soakJudgeRates are the judge keys' rates as multiples of the limit's
@@ -203,9 +207,9 @@ func TestSoak(t *testing.T) {
 			s.logChecks(m - 1)
 		}
 	}
-	select { // the schedule ends at d: its last checks are answered within the timeout
+	select { // the schedule ends at d + soakTail: its last checks are answered within the timeout
 	case <-done:
-	case <-time.After(2 * soakTimeout):
+	case <-time.After(soakTail + 2*soakTimeout):
 		t.Fatal("the load did not stop")
 	}
 	s.minutes[n-1].sum()
@@ -243,8 +247,8 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// load runs limitload's driver (package loadgen) until d or until ctx
-// ends, with a stream for the many keys at the rate the judges leave and
+// load runs limitload's driver (package loadgen) until d (and soakTail)
+// or until ctx ends, with a stream for the many keys at the rate the judges leave and
 // one for each judge key at its own rate, each check at its instant (open
 // loop: a slow answer does not delay the next), to a node at random among
 // those in the load, or not at all when more than soakLate behind; done
@@ -255,7 +259,7 @@ func (s *soak) load(ctx context.Context) <-chan struct{} {
 	for _, p := range s.c.Procs {
 		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}
-	cfg.Pattern, cfg.Duration, cfg.Limit, cfg.Window = loadgen.PatternStreams, s.d, soakLimit, soakWindow
+	cfg.Pattern, cfg.Duration, cfg.Limit, cfg.Window = loadgen.PatternStreams, s.d+soakTail, soakLimit, soakWindow
 	bulk := float64(s.rate)
 	for _, j := range s.judges {
 		cfg.Streams = append(cfg.Streams, loadgen.Stream{Key: j.key, Rate: j.rate})
@@ -282,6 +286,9 @@ func (s *soak) load(ctx context.Context) <-chan struct{} {
 // got no answer is lost to a restart when its node went out of the load
 // or back while it was on its way (or is out now), an error otherwise.
 func (s *soak) observe(o loadgen.Outcome) {
+	if o.Sched >= s.d {
+		return // the tail
+	}
 	if o.Status == loadgen.StatusNotSent {
 		m := s.minuteAt(o.Sched)
 		m.mu.Lock()
