@@ -69,8 +69,9 @@
 //
 // # Concurrency
 //
-// Run's goroutine schedules; Conns workers per target send, each on its
-// own connection, and call Config.Observe; one goroutine prints progress.
+// Run's goroutine schedules (and asks Config.Available); Conns workers
+// per target send, each on its own connection; both call Config.Observe;
+// one goroutine prints progress.
 // Every one of them ends before Run returns, Ctrl-C (ctx) or not. Config
 // and Report are plain values; the zero Config is not valid (start from
 // DefaultConfig). A Result is read after Run returns, by one goroutine at

@@ -59,8 +59,8 @@ func (c Config) Validate() error {
 
 // Cluster is limiterd processes a test started. They are stopped when the
 // test ends (SIGTERM, then SIGKILL), with their output logged if it
-// failed. Its methods are called from the test's goroutine; Procs' Get,
-// Check, Members and Metrics from any.
+// failed. Its methods are called from the test's goroutine (see the
+// package's doc for Proc's).
 type Cluster struct {
 	// Procs are the processes, node-0 first; a test may append its own
 	// and start them with Start or StartUnready.
@@ -292,7 +292,7 @@ func (c *Cluster) stop() {
 			continue
 		default:
 		}
-		syscall.Kill(p.pid, syscall.SIGTERM)
+		p.Signal(syscall.SIGTERM)
 		select {
 		case <-p.exited:
 		case <-time.After(p.stopWithin()):

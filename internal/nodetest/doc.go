@@ -26,9 +26,9 @@
 // fault scenario reports, and DerivedBound, the counter's bound the
 // cluster tests hold the nodes to.
 //
-// Concurrency: a Cluster's methods are called from its test's goroutine;
-// a Proc's Get, Check, Members, Metrics, Metric and ShouldRateLimit from
-// any goroutine. Build and DebianProgram keep, for the test binary's
+// Concurrency: a Cluster's methods, and the methods that take a
+// testing.TB, are called from the test's goroutine; a Proc's Get, Members,
+// ShouldRateLimit, Signal, ResidentBytes and OpenFiles from any. Build and DebianProgram keep, for the test binary's
 // life, what they built and installed (a package-level cache: each
 // program once, whichever test asks first).
 package nodetest

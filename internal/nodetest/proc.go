@@ -66,6 +66,9 @@ func (p *Proc) ExitCode() int {
 
 // Signal sends sig to the daemon.
 func (p *Proc) Signal(sig syscall.Signal) error {
+	if p.pid <= 0 { // never started: kill(0) would signal the test's own group
+		return fmt.Errorf("nodetest: %s to %s: not started", sig, p.Name)
+	}
 	if err := syscall.Kill(p.pid, sig); err != nil {
 		return fmt.Errorf("nodetest: %s to %s: %w", sig, p.Name, err)
 	}
