@@ -29,10 +29,11 @@ lint: ## fail if any file needs gofmt
 vet: ## go vet
 	$(GO) vet ./...
 
-# The fault tests (e2e, as root: network namespaces) log one line of
-# figures each; go test shows a passing test's log only with -v, so they
-# also go to $(FIGURES), printed at the end. Their package takes about 8
-# minutes beside the others on two cores: past go test's 10-minute default.
+# The fault tests (e2e/faults, as root: network namespaces; and e2e's
+# flood of keys) log one line of figures each; go test shows a passing test's
+# log only with -v, so they also go to $(FIGURES), printed at the end.
+# e2e/faults takes about 8 minutes beside the others on two cores: past go
+# test's 10-minute default.
 FIGURES := $(CURDIR)/$(BIN)/fault-figures.txt
 
 # The packages whose long deterministic simulations are built without the
@@ -95,7 +96,7 @@ SOAK_DURATION = $(if $(DURATION),$(DURATION),30m)
 SOAK_RATE     = $(if $(RATE),$(RATE),6000)
 
 soak: build ## 8 nodes at half HS2's sustained rate, one restarted every minute, for DURATION (30m) at RATE (6000/s), not in CI; writes docs/faults.md's Soak, docs/img/soak.svg
-	LIMITERD_SOAK_DURATION=$(SOAK_DURATION) LIMITERD_SOAK_RATE=$(SOAK_RATE) $(GO) test ./e2e -run '^TestSoak$$' -count=1 -v -timeout $(SOAK_DURATION)10m
+	LIMITERD_SOAK_DURATION=$(SOAK_DURATION) LIMITERD_SOAK_RATE=$(SOAK_RATE) $(GO) test ./e2e/soak -run '^TestSoak$$' -count=1 -v -timeout $(SOAK_DURATION)10m
 
 plots: build ## regenerate the charts in docs/img
 	$(BIN)/limitsim seed --plot docs/img >/dev/null

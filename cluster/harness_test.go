@@ -377,40 +377,6 @@ func startCluster(t testing.TB, k int, o nodeOpts) []*tnode {
 	return nodes
 }
 
-// metric returns the value of the series of name whose labels include
-// the given pairs, and whether it exists.
-func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
-				}
-				if !found {
-					continue series
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue(), true
-			case m.Counter != nil:
-				return m.GetCounter().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
 // names lists the nodes' names, for messages.
 func names(nodes []*tnode) string {
 	var s []string

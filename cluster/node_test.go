@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/internal/promtest"
 )
 
 func TestClusterConverges(t *testing.T) {
@@ -36,21 +37,21 @@ func TestClusterConverges(t *testing.T) {
 						t.Errorf("%s sees member %+v", tn.name, m)
 					}
 				}
-				if v, _ := metric(t, tn.reg, "limiterd_cluster_members", "state", "alive"); v != 3 {
+				if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_cluster_members", "state", "alive"); v != 3 {
 					t.Errorf("%s: limiterd_cluster_members{state=alive} = %v, want 3", tn.name, v)
 				}
 				for _, dir := range []string{"sent", "received"} {
-					if v, _ := metric(t, tn.reg, "limiterd_sync_messages_total", "direction", dir); v == 0 {
+					if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_sync_messages_total", "direction", dir); v == 0 {
 						t.Errorf("%s: no sync messages %s", tn.name, dir)
 					}
 				}
 				for _, peer := range nodes {
-					_, ok := metric(t, tn.reg, "limiterd_sync_merge_lag_seconds", "peer", peer.name)
+					_, ok := promtest.MustGather(t, tn.reg).Value("limiterd_sync_merge_lag_seconds", "peer", peer.name)
 					if ok != (peer != tn) {
 						t.Errorf("%s: merge lag series for %s present: %v", tn.name, peer.name, ok)
 					}
 				}
-				if v, _ := metric(t, tn.reg, "limiterd_cluster_events_total", "event", "join"); v < 3 {
+				if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_cluster_events_total", "event", "join"); v < 3 {
 					t.Errorf("%s: %v join events, want at least 3 (itself and two peers)", tn.name, v)
 				}
 				if err := tn.n.Ready(); err != nil {
@@ -201,12 +202,12 @@ func TestPartitionAndHeal(t *testing.T) {
 			t.Errorf("%s counts %d nodes during the partition, want 2", tn.name, st.Nodes)
 		}
 		for _, other := range nodes {
-			_, ok := metric(t, tn.reg, "limiterd_sync_merge_lag_seconds", "peer", other.name)
+			_, ok := promtest.MustGather(t, tn.reg).Value("limiterd_sync_merge_lag_seconds", "peer", other.name)
 			if want := other != tn && (other.name > "n2") == (tn.name > "n2"); ok != want {
 				t.Errorf("%s: lag series for %s present: %v, want %v", tn.name, other.name, ok, want)
 			}
 		}
-		if v, _ := metric(t, tn.reg, "limiterd_cluster_members", "state", "dead"); v != 2 {
+		if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_cluster_members", "state", "dead"); v != 2 {
 			t.Errorf("%s: limiterd_cluster_members{state=dead} = %v, want 2", tn.name, v)
 		}
 	}
@@ -294,11 +295,11 @@ func TestMalformedMessagesAreCountedNotFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b to count the malformed messages", func() bool {
-		v, _ := metric(t, b.reg, "limiterd_sync_decode_errors_total")
+		v, _ := promtest.MustGather(t, b.reg).Value("limiterd_sync_decode_errors_total")
 		return v == float64(len(junk))
 	})
 	waitFor(t, "b to count the message of another version", func() bool {
-		v, _ := metric(t, b.reg, "limiterd_sync_version_mismatches_total")
+		v, _ := promtest.MustGather(t, b.reg).Value("limiterd_sync_version_mismatches_total")
 		return v == 1
 	})
 	a.hit(t, "k", 2)
@@ -316,7 +317,7 @@ func TestGracefulLeave(t *testing.T) {
 	})
 	waitCounts(t, "k", 6, nodes[:2]...)
 	for _, tn := range nodes[:2] {
-		if v, _ := metric(t, tn.reg, "limiterd_cluster_members", "state", "left"); v != 1 {
+		if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_cluster_members", "state", "left"); v != 1 {
 			t.Errorf("%s: limiterd_cluster_members{state=left} = %v, want 1", tn.name, v)
 		}
 		if st := tn.n.Status(); st.Nodes != 2 {

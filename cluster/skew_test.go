@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/promtest"
 )
 
 // TestSkewedNodeOverMemberlist: real nodes, one of whose clocks is
@@ -36,17 +37,17 @@ func TestSkewedNodeOverMemberlist(t *testing.T) {
 				waitCounts(t, "k", 3, n1)
 			} else {
 				waitFor(t, "n1 to count n2's slice as skewed", func() bool {
-					v, _ := metric(t, n1.reg, "limiterd_sync_entries_total", "result", "skewed")
+					v, _ := promtest.MustGather(t, n1.reg).Value("limiterd_sync_entries_total", "result", "skewed")
 					return v >= 1
 				})
 				if got := n1.peek("k"); got != 0 {
 					t.Errorf("n1 counts %d of n2's requests, want none", got)
 				}
-				if v, _ := metric(t, n1.reg, "limiterd_sync_skewed_messages_total"); v < 1 {
+				if v, _ := promtest.MustGather(t, n1.reg).Value("limiterd_sync_skewed_messages_total"); v < 1 {
 					t.Errorf("limiterd_sync_skewed_messages_total %v", v)
 				}
 			}
-			off, ok := metric(t, n1.reg, "limiterd_cluster_clock_offset_seconds", "peer", "n2")
+			off, ok := promtest.MustGather(t, n1.reg).Value("limiterd_cluster_clock_offset_seconds", "peer", "n2")
 			if d := time.Duration(off * float64(time.Second)); !ok || d < tc.off-50*time.Millisecond || d > tc.off+time.Second/4 {
 				t.Errorf("n1 shows n2's clock offset %v (%v), want about %v", d, ok, tc.off)
 			}

@@ -1,11 +1,10 @@
 package e2e
 
 import (
-	"github.com/limiterd/limiterd/internal/oracle"
-
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -14,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/internal/loadgen"
+	"github.com/limiterd/limiterd/internal/nodetest"
+	"github.com/limiterd/limiterd/internal/oracle"
 )
 
 const rules100 = `rules:
@@ -26,18 +27,18 @@ const rules100 = `rules:
 // remaining reads how much of key's limit a node sees left without counting
 // anything: a check for the whole limit is denied (and counts nothing)
 // unless the window is empty.
-func remaining(t *testing.T, p *proc, key string, limit int) int64 {
+func remaining(t *testing.T, p *nodetest.Proc, key string, limit int) int64 {
 	t.Helper()
-	code, body, err := p.get("/check?key=" + key + "&hits=" + strconv.Itoa(limit))
+	code, body, err := p.Get("/check?key=" + key + "&hits=" + strconv.Itoa(limit))
 	if err != nil {
-		t.Fatalf("probe on %s: %v", p.name, err)
+		t.Fatalf("probe on %s: %v", p.Name, err)
 	}
-	var r checkResult
+	var r nodetest.CheckResult
 	if code == 200 {
-		t.Fatalf("probe on %s was allowed (and counted): the window was empty", p.name)
+		t.Fatalf("probe on %s was allowed (and counted): the window was empty", p.Name)
 	}
 	if err := json.Unmarshal(body, &r); err != nil || code != 429 {
-		t.Fatalf("probe on %s: %d %s", p.name, code, body)
+		t.Fatalf("probe on %s: %d %s", p.Name, code, body)
 	}
 	return r.Remaining
 }
@@ -46,62 +47,62 @@ func remaining(t *testing.T, p *proc, key string, limit int) int64 {
 // LIMITERD_E2E_NODES): they converge over HTTP, survive SIGKILL of some of
 // them without a single 5xx, and a restarted node gets its counts back.
 func TestClusterEndToEnd(t *testing.T) {
-	n := envInt("LIMITERD_E2E_NODES", 3)
-	c := startCluster(t, n, rules100)
+	n := nodetest.EnvInt("LIMITERD_E2E_NODES", 3)
+	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{rules100}})
 
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members alive", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == n
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members alive", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == n
 		})
 	}
 
 	// 30 checks spread over the nodes; every node converges to 70 left.
 	for i := range 30 {
-		if code, r := check(t, c.procs[i%n], "conv"); code != 200 || !r.Allowed {
+		if code, r := c.Procs[i%n].Check(t, "conv"); code != 200 || !r.Allowed {
 			t.Fatalf("check %d: %d %+v", i, code, r)
 		}
 	}
-	for _, p := range c.procs {
-		eventually(t, p.name+" converges", 10*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" converges", 10*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
 	}
 
 	// SIGKILL some nodes (1 of 3, 3 of 8); the others answer every check.
 	kill := max(1, n*3/8)
-	dead := c.procs[n-kill:]
-	live := c.procs[:n-kill]
+	dead := c.Procs[n-kill:]
+	live := c.Procs[:n-kill]
 	for _, p := range dead {
-		c.kill(p)
+		c.Kill(p)
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; time.Now().Before(deadline) && i < 3000; i++ {
 		p := live[i%len(live)]
-		code, _, err := request("GET", "http://"+p.http+"/check?key=during-"+strconv.Itoa(i%50))
+		code, _, err := p.Get("/check?key=during-" + strconv.Itoa(i%50))
 		if err != nil || (code != 200 && code != 429) {
-			t.Fatalf("check %d on %s after the kill: %d %v", i, p.name, code, err)
+			t.Fatalf("check %d on %s after the kill: %d %v", i, p.Name, code, err)
 		}
 	}
 	for _, p := range live {
-		eventually(t, p.name+" reports the killed nodes", 30*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == n-kill
+		nodetest.Eventually(t, p.Name+" reports the killed nodes", 30*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == n-kill
 		})
 	}
-	if m := metric(t, live[0], `limiterd_cluster_members{state="alive"}`); m != fmt.Sprintf(`limiterd_cluster_members{state="alive"} %d`, n-kill) {
-		t.Fatalf("members metric after the kill: %q", m)
+	if v, ok := live[0].Metrics(t).Value("limiterd_cluster_members", "state", "alive"); !ok || v != float64(n-kill) {
+		t.Fatalf(`members metric after the kill: limiterd_cluster_members{state="alive"} %v (exported: %v), want %d`, v, ok, n-kill)
 	}
 	// Counts merged from the dead nodes keep counting.
 	if got := remaining(t, live[0], "conv", 100); got != 70 {
-		t.Fatalf("after the kill %s sees %d left, want 70", live[0].name, got)
+		t.Fatalf("after the kill %s sees %d left, want 70", live[0].Name, got)
 	}
 
 	// Restart the killed nodes under the same names: they learn back what
 	// they had counted (and what the others counted).
 	for _, p := range dead {
-		c.start(p)
+		c.Start(p)
 	}
 	for _, p := range dead {
-		eventually(t, p.name+" gets its counts back", 20*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
+		nodetest.Eventually(t, p.Name+" gets its counts back", 20*time.Second, func() bool { return remaining(t, p, "conv", 100) == 70 })
 	}
 }
 
@@ -122,8 +123,8 @@ func TestAccuracyOverHTTP(t *testing.T) {
 		t.Log("set LIMITERD_E2E_LONG=1 to run the accuracy runs (about a minute)")
 		return
 	}
-	n := envInt("LIMITERD_E2E_NODES", 8)
-	limit := envInt("LIMITERD_E2E_LIMIT", 60)
+	n := nodetest.EnvInt("LIMITERD_E2E_NODES", 8)
+	limit := nodetest.EnvInt("LIMITERD_E2E_LIMIT", 60)
 	window := 10 * time.Second
 	sync := (window * 200 / 60_000).Round(time.Millisecond) // the seed's 200 ms per 60 s: 33 ms
 	if v := os.Getenv("LIMITERD_E2E_SYNC"); v != "" {
@@ -133,15 +134,15 @@ func TestAccuracyOverHTTP(t *testing.T) {
 		}
 		sync = d
 	}
-	bound, covered := derivedBound(t, n, int64(limit), window, sync)
+	bound, covered := nodetest.DerivedBound(t, n, int64(limit), window, sync)
 	t.Logf("%d nodes, %d per %v, sync %v: derived worst case %d (%.3f x limit), within 1.1x: %v",
 		n, limit, window, sync, bound, float64(bound)/float64(limit), covered)
 	rules := fmt.Sprintf("rules:\n  - name: default\n    limit: %d\n    window: %s\n", limit, window)
-	c := startCluster(t, n, rules, "-sync-interval", sync.String())
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == n
+	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{rules}, Args: []string{"-sync-interval", sync.String()}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == n
 		})
 	}
 	for _, tc := range []struct {
@@ -149,7 +150,7 @@ func TestAccuracyOverHTTP(t *testing.T) {
 		factor float64
 	}{{"9x", 9}, {"0.9x", 0.9}} {
 		rate := tc.factor * float64(limit) / window.Seconds()
-		log := drive(t, c, "acc-"+tc.name, rate, 2*window)
+		log := drive(t, c, "acc-"+tc.name, tc.factor, limit, window, 2*window)
 		best, definite, rejected, errs := analyse(log, window)
 		t.Logf("client at %s (%.1f/s) over %d nodes for %v: %d requests, %d accepted, %d rejected, %d errors; max %d in any %v by send instant = %.3f x limit, %d by whole round trip",
 			tc.name, rate, n, 2*window, len(log), len(log)-rejected-errs, rejected, errs, best, window, float64(best)/float64(limit), definite)
@@ -168,41 +169,30 @@ func TestAccuracyOverHTTP(t *testing.T) {
 	}
 }
 
-type sent struct {
-	at   time.Time // sent
-	done time.Time // answered
-	code int
-}
-
-// drive sends requests for key at rate per second for d, open loop (each at
-// its scheduled instant, whatever the answers), to random nodes.
-func drive(t *testing.T, c *testCluster, key string, rate float64, d time.Duration) []sent {
+// drive sends limitload's steady pattern for key, factor x limit per
+// window for d, open loop (each request at its scheduled instant, whatever
+// the answers), to nodes at random over 64 connections, and returns what
+// happened to each request.
+func drive(t *testing.T, c *nodetest.Cluster, key string, factor float64, limit int, window, d time.Duration) []loadgen.Outcome {
 	t.Helper()
-	total := int(rate * d.Seconds())
-	log := make([]sent, total)
-	start := time.Now().Add(100 * time.Millisecond)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for i := range jobs {
-				at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-				time.Sleep(time.Until(at))
-				p := c.procs[rand.IntN(len(c.procs))]
-				now := time.Now()
-				code, _, err := request("GET", "http://"+p.http+"/check?key="+key)
-				if err != nil {
-					code = -1
-				}
-				log[i] = sent{at: now, done: time.Now(), code: code}
-			}
-		})
+	cfg := loadgen.DefaultConfig()
+	cfg.Targets = nil // the nodes only, not the default
+	for _, p := range c.Procs {
+		cfg.Targets = append(cfg.Targets, p.HTTP)
 	}
-	for i := range total {
-		jobs <- i
+	cfg.Pattern, cfg.Key, cfg.Factor, cfg.Limit, cfg.Window, cfg.Duration = loadgen.PatternSteady, key, factor, limit, window, d
+	cfg.Conns, cfg.Timeout, cfg.Progress = (64+len(c.Procs)-1)/len(c.Procs), 5*time.Second, 0
+	var mu sync.Mutex
+	var log []loadgen.Outcome
+	cfg.Observe = func(o loadgen.Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, o)
 	}
-	close(jobs)
-	wg.Wait()
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	loadgen.Run(context.Background(), &cfg, "acc", nil)
 	return log
 }
 
@@ -213,53 +203,26 @@ func drive(t *testing.T, c *testCluster, key string, rate float64, d time.Durati
 // sees; the second never counts a request a node decided outside the
 // interval, so it is what the derived bound is held against: a request
 // sent just before a window's end may be decided just after it.
-func analyse(log []sent, window time.Duration) (best, definite, rejected, errs int) {
-	var ok []sent
-	for _, s := range log {
-		switch s.code {
+func analyse(log []loadgen.Outcome, window time.Duration) (best, definite, rejected, errs int) {
+	var ok []loadgen.Outcome
+	for _, o := range log {
+		switch o.Status {
 		case 200:
-			ok = append(ok, s)
+			ok = append(ok, o)
 		case 429:
 			rejected++
-		default:
+		default: // a failure, or not sent at all
 			errs++
 		}
 	}
-	slices.SortFunc(ok, func(a, b sent) int { return a.at.Compare(b.at) })
+	slices.SortFunc(ok, func(a, b loadgen.Outcome) int { return cmp.Compare(a.Sent, b.Sent) })
 	at := make([]time.Duration, len(ok))
-	for i, s := range ok {
-		at[i] = s.at.Sub(ok[0].at)
-	}
 	done := make([]time.Duration, len(ok))
-	for i, s := range ok {
-		done[i] = s.done.Sub(ok[0].at)
+	for i, o := range ok {
+		at[i], done[i] = o.Sent-ok[0].Sent, o.Done-ok[0].Sent
 	}
 	most, _ := oracle.MaxInWindow(at, nil, window)
 	return int(most), int(oracle.MaxDecidedInWindow(at, done, window)), rejected, errs
-}
-
-// derivedBound returns the most requests of one key that n nodes with
-// limiterd's default counter and cluster settings, syncing every sync, may
-// accept in a window (counter.WorstCase), and whether that is within the
-// single node's L + floor(0.1 L). edit changes the cluster settings first
-// (say, coordination off: the bound of the budget's fallback).
-func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration, edit ...func(*counter.ClusterConfig)) (int64, bool) {
-	t.Helper()
-	c, err := counter.New(counter.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	single := c.WorstCase(limit, window)
-	cc := counter.DefaultClusterConfig("bound")
-	cc.Nodes, cc.SyncInterval = n, sync
-	for _, e := range edit {
-		e(&cc)
-	}
-	if err := c.SetCluster(cc); err != nil {
-		t.Fatal(err)
-	}
-	bound := c.WorstCase(limit, window)
-	return bound, bound <= single
 }
 
 // TestStalledHalfConverges cuts half of a cluster of real processes off
@@ -274,27 +237,27 @@ func derivedBound(t *testing.T, n int, limit int64, window, sync time.Duration, 
 // loopback with a transport that drops; between network namespaces it is
 // issue 12's.
 func TestStalledHalfConverges(t *testing.T) {
-	c := startCluster(t, 4, rules100)
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members alive", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == 4
+	c := nodetest.Start(t, nodetest.Config{Nodes: 4, Rules: []string{rules100}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members alive", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == 4
 		})
 	}
-	awake, cut := c.procs[:2], c.procs[2:]
+	awake, cut := c.Procs[:2], c.Procs[2:]
 	// One request on every node first, so that no node's own view is ever
 	// empty: remaining's probe (hits = the limit) is then always denied
 	// where it is asked, and never counted.
-	for _, p := range c.procs {
-		if code, r := check(t, p, "part"); code != 200 || !r.Allowed {
-			t.Fatalf("first check on %s: %d %+v", p.name, code, r)
+	for _, p := range c.Procs {
+		if code, r := p.Check(t, "part"); code != 200 || !r.Allowed {
+			t.Fatalf("first check on %s: %d %+v", p.Name, code, r)
 		}
 	}
-	for _, p := range c.procs {
-		eventually(t, p.name+" counts the first 4", 20*time.Second, func() bool { return remaining(t, p, "part", 100) == 96 })
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" counts the first 4", 20*time.Second, func() bool { return remaining(t, p, "part", 100) == 96 })
 	}
 	for _, p := range cut {
-		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -303,31 +266,31 @@ func TestStalledHalfConverges(t *testing.T) {
 	// then on it sends them nothing, so what it counts now never reaches
 	// them as a delta (a real loss, not datagrams waiting in a buffer).
 	for _, p := range awake {
-		eventually(t, p.name+" to see the stalled half dead", 30*time.Second, func() bool {
-			m, err := members(p)
+		nodetest.Eventually(t, p.Name+" to see the stalled half dead", 30*time.Second, func() bool {
+			m, err := p.Members()
 			if err == nil && time.Since(stopped) > 25*time.Second {
-				t.Logf("%s sees %v", p.name, m)
+				t.Logf("%s sees %v", p.Name, m)
 			}
-			return err == nil && m[cut[0].name] == "dead" && m[cut[1].name] == "dead"
+			return err == nil && m[cut[0].Name] == "dead" && m[cut[1].Name] == "dead"
 		})
 	}
 	for i := range 60 {
-		if code, r := check(t, awake[i%2], "part"); code != 200 || !r.Allowed {
-			t.Fatalf("check %d on %s: %d %+v", i, awake[i%2].name, code, r)
+		if code, r := awake[i%2].Check(t, "part"); code != 200 || !r.Allowed {
+			t.Fatalf("check %d on %s: %d %+v", i, awake[i%2].Name, code, r)
 		}
 	}
 	time.Sleep(time.Until(stopped.Add(12 * time.Second))) // no-op if declaring them dead took longer
 	for _, p := range cut {
-		if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := p.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 	}
 	healed := time.Now()
-	for _, p := range c.procs {
-		eventually(t, p.name+" counts the 64 admitted, no more", 20*time.Second, func() bool {
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" counts the 64 admitted, no more", 20*time.Second, func() bool {
 			left := remaining(t, p, "part", 100)
 			if left < 36 {
-				t.Fatalf("%s sees %d left: more than the 64 admitted counted", p.name, left)
+				t.Fatalf("%s sees %d left: more than the 64 admitted counted", p.Name, left)
 			}
 			return left == 36
 		})

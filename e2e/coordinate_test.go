@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 const rulesCoordinated = `rules:
@@ -40,13 +40,13 @@ type burstResult struct {
 // burstAt sends n checks of key, spread over the given nodes, from as
 // many goroutines as there are nodes, each on its own keep-alive
 // connections: as fast as the nodes answer.
-func burstAt(t *testing.T, nodes []*proc, key string, n int) *burstResult {
+func burstAt(t *testing.T, nodes []*nodetest.Proc, key string, n int) *burstResult {
 	t.Helper()
 	return burstQuery(t, nodes, "key="+key, n)
 }
 
 // burstQuery is burstAt of checks with the query given.
-func burstQuery(t *testing.T, nodes []*proc, query string, n int) *burstResult {
+func burstQuery(t *testing.T, nodes []*nodetest.Proc, query string, n int) *burstResult {
 	t.Helper()
 	var r burstResult
 	var wg sync.WaitGroup
@@ -57,7 +57,7 @@ func burstQuery(t *testing.T, nodes []*proc, query string, n int) *burstResult {
 		}
 		wg.Go(func() {
 			for range share {
-				code, body, err := request("GET", "http://"+p.http+"/check?"+query)
+				code, body, err := p.Get("/check?" + query)
 				switch {
 				case err == nil && code == http.StatusOK:
 					r.allowed.Add(1)
@@ -65,7 +65,7 @@ func burstQuery(t *testing.T, nodes []*proc, query string, n int) *burstResult {
 					r.denied.Add(1)
 				default:
 					r.other.Add(1)
-					r.firstOther.CompareAndSwap(nil, fmt.Sprintf("%s: %d %s %v", p.name, code, body, err))
+					r.firstOther.CompareAndSwap(nil, fmt.Sprintf("%s: %d %s %v", p.Name, code, body, err))
 				}
 			}
 		})
@@ -77,33 +77,10 @@ func burstQuery(t *testing.T, nodes []*proc, query string, n int) *burstResult {
 	return &r
 }
 
-func names(ps []*proc) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.name)
-	}
-	return out
-}
-
-// metricValue sums the samples of the series whose line starts with prefix.
-func metricValue(t *testing.T, p *proc, prefix string) float64 {
-	t.Helper()
-	var sum float64
-	for _, l := range strings.Split(metric(t, p, prefix), "\n") {
-		if f := strings.Fields(l); len(f) == 2 {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err == nil {
-				sum += v
-			}
-		}
-	}
-	return sum
-}
-
 // fallbacksOf sums the checks that fell back to the budget on nodes.
-func fallbacksOf(t *testing.T, nodes []*proc) (f float64) {
+func fallbacksOf(t *testing.T, nodes []*nodetest.Proc) (f float64) {
 	for _, p := range nodes {
-		f += metricValue(t, p, `limiterd_coordinated_checks_total{result="fallback`)
+		f += p.Metric(t, "limiterd_coordinated_checks_total", "result", "fallback*")
 	}
 	return f
 }
@@ -116,37 +93,37 @@ func fallbacksOf(t *testing.T, nodes []*proc) (f float64) {
 // costs no 5xx: the checks fall back (counted) until a new coordinator
 // takes over.
 func TestCoordinatedBurstsOverHTTP(t *testing.T) {
-	n := envInt("LIMITERD_E2E_NODES", 8)
+	n := nodetest.EnvInt("LIMITERD_E2E_NODES", 8)
 	// The promise is for a healthy cluster, where answers come within the
 	// deadline. Beside the other test binaries on a two-core machine a
 	// round trip can take longer than the 5 ms default, and a check whose
 	// answer is late is decided by the budget, which is not exact: give the
 	// answers the time this machine needs (fallbacks are counted below).
-	c := startCluster(t, n, rulesCoordinated, "-coordinator-deadline", "200ms")
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members alive", 30*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == n
+	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{rulesCoordinated}, Args: []string{"-coordinator-deadline", "200ms"}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members alive", 30*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == n
 		})
 	}
 
 	t.Run("whole limit at one node", func(t *testing.T) {
-		r := burstAt(t, []*proc{c.procs[1], c.procs[1], c.procs[1], c.procs[1]}, "one-node", 600)
+		r := burstAt(t, []*nodetest.Proc{c.Procs[1], c.Procs[1], c.Procs[1], c.Procs[1]}, "one-node", 600)
 		if r.allowed.Load() != 600 {
-			t.Fatalf("600 compliant checks at one node: %d allowed, %d denied (%v checks fell back)", r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.procs))
+			t.Fatalf("600 compliant checks at one node: %d allowed, %d denied (%v checks fell back)", r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.Procs))
 		}
-		code, body, err := request("GET", "http://"+c.procs[1].http+"/check?key=one-node")
+		code, body, err := c.Procs[1].Get("/check?key=one-node")
 		if err != nil || code != http.StatusTooManyRequests || !strings.Contains(string(body), `"remaining":0`) {
 			t.Fatalf("601st: %d %s %v, want 429 with nothing remaining", code, body, err)
 		}
 	})
 
 	t.Run("whole limit over all nodes, then more", func(t *testing.T) {
-		r := burstAt(t, c.procs, "all-nodes", 600)
+		r := burstAt(t, c.Procs, "all-nodes", 600)
 		if r.allowed.Load() != 600 {
-			t.Fatalf("600 compliant checks over %d nodes: %d allowed, %d denied (%v checks fell back)", n, r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.procs))
+			t.Fatalf("600 compliant checks over %d nodes: %d allowed, %d denied (%v checks fell back)", n, r.allowed.Load(), r.denied.Load(), fallbacksOf(t, c.Procs))
 		}
-		more := burstAt(t, c.procs, "all-nodes", 600)
+		more := burstAt(t, c.Procs, "all-nodes", 600)
 		if total := 600 + more.allowed.Load(); float64(total) > 1.1*600 {
 			t.Fatalf("a further burst of 600 over all nodes: %d accepted in all, more than 1.1x 600", total)
 		} else {
@@ -159,15 +136,15 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 		// then over all nodes: never denied. Then 40 at once over all
 		// nodes: at most 11 accepted.
 		for round := range 3 {
-			if r := burstAt(t, []*proc{c.procs[2]}, "api:one", 10); r.allowed.Load() != 10 {
+			if r := burstAt(t, []*nodetest.Proc{c.Procs[2]}, "api:one", 10); r.allowed.Load() != 10 {
 				t.Fatalf("round %d at one node: %d of 10 allowed", round, r.allowed.Load())
 			}
-			if r := burstAt(t, c.procs, "api:all", 10); r.allowed.Load() != 10 {
+			if r := burstAt(t, c.Procs, "api:all", 10); r.allowed.Load() != 10 {
 				t.Fatalf("round %d over all nodes: %d of 10 allowed", round, r.allowed.Load())
 			}
 			time.Sleep(1200 * time.Millisecond)
 		}
-		if r := burstAt(t, c.procs, "api:flood", 40); r.allowed.Load() > 11 {
+		if r := burstAt(t, c.Procs, "api:flood", 40); r.allowed.Load() > 11 {
 			t.Fatalf("40 at once over all nodes: %d allowed, more than 1.1 x 10", r.allowed.Load())
 		}
 	})
@@ -177,11 +154,11 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 		// node keep asking, and a window that keeps emptying, so the key
 		// keeps room for them.
 		key := "fast:hot"
-		k := engine.CoordinatorOf(key, names(c.procs))
-		var coord *proc
-		var others []*proc
-		for _, p := range c.procs {
-			if p.name == k {
+		k := engine.CoordinatorOf(key, nodetest.Names(c.Procs))
+		var coord *nodetest.Proc
+		var others []*nodetest.Proc
+		for _, p := range c.Procs {
+			if p.Name == k {
 				coord = p
 			} else {
 				others = append(others, p)
@@ -190,7 +167,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 		fallbacks := func() float64 { return fallbacksOf(t, others) }
 		granted := func() (g float64) {
 			for _, p := range others {
-				g += metricValue(t, p, `limiterd_coordinated_checks_total{result="granted"}`)
+				g += p.Metric(t, "limiterd_coordinated_checks_total", "result", "granted")
 			}
 			return g
 		}
@@ -201,7 +178,7 @@ func TestCoordinatedBurstsOverHTTP(t *testing.T) {
 			t.Fatal("no check went to the coordinator")
 		}
 		f0 := fallbacks()
-		c.kill(coord)
+		c.Kill(coord)
 		killed := time.Now()
 		// Keep bursting until a new coordinator grants: no 5xx meanwhile.
 		var tookOver time.Duration

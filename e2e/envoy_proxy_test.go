@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/internal/nodetest"
 	"github.com/limiterd/limiterd/internal/peerbin"
 )
 
@@ -85,7 +86,7 @@ func startEnvoy(t *testing.T, bin string, rls []string, appAddr string) *proxyPr
 	}
 	r := envoyRecipe()
 	for attempt := 0; ; attempt++ {
-		port := freePort(t)
+		port := nodetest.FreePort(t)
 		dir := t.TempDir()
 		repl := strings.NewReplacer(envoyListen, "port_value: "+strconv.Itoa(port), envoyApp, "port_value: "+appPort, envoyEndpoint, endpoints.String())
 		if err := os.WriteFile(filepath.Join(dir, "envoy.yaml"), []byte(repl.Replace(text)), 0o644); err != nil {
@@ -121,19 +122,19 @@ func TestEnvoyRecipe(t *testing.T) {
 	}
 	// The recipe's 50 ms timeout, with the coordinator's deadline well
 	// inside it even on a loaded CI box.
-	c := startCluster(t, 3, string(rules), "-coordinator-deadline", "20ms")
-	eventually(t, "three members everywhere", 20*time.Second, func() bool {
-		for _, p := range c.procs {
-			m, err := members(p)
-			if err != nil || countState(m, "alive") != 3 {
+	c := nodetest.Start(t, nodetest.Config{Nodes: 3, Rules: []string{string(rules)}, Args: []string{"-coordinator-deadline", "20ms"}})
+	nodetest.Eventually(t, "three members everywhere", 20*time.Second, func() bool {
+		for _, p := range c.Procs {
+			m, err := p.Members()
+			if err != nil || nodetest.CountState(m, "alive") != 3 {
 				return false
 			}
 		}
 		return true
 	})
 	var rls []string
-	for _, p := range c.procs {
-		rls = append(rls, p.grpc)
+	for _, p := range c.Procs {
+		rls = append(rls, p.GRPC)
 	}
 	app := startProxiedApp(t)
 	px := startEnvoy(t, bin, rls, app.addr())
@@ -187,8 +188,8 @@ func TestEnvoyRecipe(t *testing.T) {
 	checkEnvoyDenial(t, fmt.Sprintf("request %d", firstDenied), denied, `"envoy:edge:edge.remote_address";q=600;w=60`, `"envoy:edge:edge.remote_address";r=0;`)
 	t.Logf("Envoy over 3 nodes: %d of 700 allowed, the first denial at %d", allowed, firstDenied)
 
-	for _, p := range c.procs {
-		c.kill(p)
+	for _, p := range c.Procs {
+		c.Kill(p)
 	}
 	start := time.Now()
 	resp, body = proxyDo(t, px, login, "GET", "/login?limiterd-stopped", "")

@@ -13,8 +13,8 @@ import (
 
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // envoyRules is an envoyproxy/ratelimit file as Envoy users have them.
@@ -25,16 +25,6 @@ descriptors:
       unit: minute
       requests_per_unit: 30
 `
-
-func rlsClient(t *testing.T, p *proc) rlsv3.RateLimitServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient(p.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return rlsv3.NewRateLimitServiceClient(conn)
-}
 
 func userCall(user string) *rlsv3.RateLimitRequest {
 	return &rlsv3.RateLimitRequest{Domain: "e2e", Descriptors: []*commonv3.RateLimitDescriptor{
@@ -48,24 +38,24 @@ func userCall(user string) *rlsv3.RateLimitRequest {
 // denied), and the cluster admits at most 1.1 × 30.
 func TestEnvoyRateLimitServiceCluster(t *testing.T) {
 	// A deadline no loaded CI box misses: this test is about the frontend.
-	c := startCluster(t, 3, envoyRules, "-coordinator-deadline", "200ms")
-	eventually(t, "three members everywhere", 20*time.Second, func() bool {
-		for _, p := range c.procs {
-			m, err := members(p)
-			if err != nil || countState(m, "alive") != 3 {
+	c := nodetest.Start(t, nodetest.Config{Nodes: 3, Rules: []string{envoyRules}, Args: []string{"-coordinator-deadline", "200ms"}})
+	nodetest.Eventually(t, "three members everywhere", 20*time.Second, func() bool {
+		for _, p := range c.Procs {
+			m, err := p.Members()
+			if err != nil || nodetest.CountState(m, "alive") != 3 {
 				return false
 			}
 		}
 		return true
 	})
-	clients := []rlsv3.RateLimitServiceClient{rlsClient(t, c.procs[0]), rlsClient(t, c.procs[1]), rlsClient(t, c.procs[2])}
+	clients := []rlsv3.RateLimitServiceClient{c.Procs[0].RLS(t), c.Procs[1].RLS(t), c.Procs[2].RLS(t)}
 	okCount, firstDenied := 0, -1
 	for i := range 45 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := clients[i%3].ShouldRateLimit(ctx, userCall("alice"))
 		cancel()
 		if err != nil {
-			t.Fatalf("call %d on %s: %v", i+1, c.procs[i%3].name, err)
+			t.Fatalf("call %d on %s: %v", i+1, c.Procs[i%3].Name, err)
 		}
 		if resp.OverallCode == rlsv3.RateLimitResponse_OK {
 			okCount++
@@ -83,9 +73,9 @@ func TestEnvoyRateLimitServiceCluster(t *testing.T) {
 		t.Fatalf("%d of 45 calls OK over three nodes; want between 30 and 33 (1.1 × 30)", okCount)
 	}
 	// Every node counts them: alice's calls went to all three.
-	for _, p := range c.procs {
-		if got := metric(t, p, `limiterd_grpc_requests_total{result="ok"}`); got == "" || strings.HasSuffix(got, " 0") {
-			t.Errorf("%s: %q", p.name, got)
+	for _, p := range c.Procs {
+		if got, ok := p.Metrics(t).Value("limiterd_grpc_requests_total", "result", "ok"); !ok || got == 0 {
+			t.Errorf(`%s: limiterd_grpc_requests_total{result="ok"} %v (exported: %v)`, p.Name, got, ok)
 		}
 	}
 	t.Logf("%d of 45 calls OK, first denial at call %d", okCount, firstDenied+1)
@@ -136,8 +126,8 @@ func grpcurlBinary(t *testing.T) string {
 // the service, checks health and asks ShouldRateLimit as a user would.
 func TestGrpcurl(t *testing.T) {
 	grpcurl := grpcurlBinary(t)
-	c := startCluster(t, 1, envoyRules)
-	p := c.procs[0]
+	c := nodetest.Start(t, nodetest.Config{Nodes: 1, Rules: []string{envoyRules}})
+	p := c.Procs[0]
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(grpcurl, append([]string{"-plaintext", "-max-time", "10"}, args...)...).CombinedOutput()
@@ -146,10 +136,10 @@ func TestGrpcurl(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := run(p.grpc, "list"); !strings.Contains(out, "envoy.service.ratelimit.v3.RateLimitService") || !strings.Contains(out, "grpc.health.v1.Health") {
+	if out := run(p.GRPC, "list"); !strings.Contains(out, "envoy.service.ratelimit.v3.RateLimitService") || !strings.Contains(out, "grpc.health.v1.Health") {
 		t.Fatalf("grpcurl list:\n%s", out)
 	}
-	if out := run(p.grpc, "grpc.health.v1.Health/Check"); !strings.Contains(out, "SERVING") {
+	if out := run(p.GRPC, "grpc.health.v1.Health/Check"); !strings.Contains(out, "SERVING") {
 		t.Fatalf("health:\n%s", out)
 	}
 	req := `{"domain":"e2e","descriptors":[{"entries":[{"key":"user","value":"bob"}]}],"hits_addend":29}`
@@ -165,7 +155,7 @@ func TestGrpcurl(t *testing.T) {
 		} `json:"statuses"`
 		ResponseHeadersToAdd []struct{ Key, Value string } `json:"responseHeadersToAdd"`
 	}
-	out := run("-d", req, p.grpc, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+	out := run("-d", req, p.GRPC, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
 	if err := json.Unmarshal([]byte(out), &resp); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -173,12 +163,12 @@ func TestGrpcurl(t *testing.T) {
 		resp.Statuses[0].CurrentLimit.Unit != "MINUTE" || resp.Statuses[0].LimitRemaining != 1 {
 		t.Fatalf("29 hits of 30:\n%s", out)
 	}
-	out = run("-d", strings.Replace(req, `"hits_addend":29`, `"hits_addend":2`, 1), p.grpc, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+	out = run("-d", strings.Replace(req, `"hits_addend":29`, `"hits_addend":2`, 1), p.GRPC, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
 	if !strings.Contains(out, `"overallCode": "OVER_LIMIT"`) || !strings.Contains(out, "Retry-After") {
 		t.Fatalf("2 more hits:\n%s", out)
 	}
 	// A malformed call: InvalidArgument, as grpcurl shows it.
-	bad, err := exec.Command(grpcurl, "-plaintext", "-max-time", "10", "-d", `{"domain":"","descriptors":[]}`, p.grpc, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit").CombinedOutput()
+	bad, err := exec.Command(grpcurl, "-plaintext", "-max-time", "10", "-d", `{"domain":"","descriptors":[]}`, p.GRPC, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit").CombinedOutput()
 	if err == nil || !strings.Contains(string(bad), "InvalidArgument") || !strings.Contains(string(bad), "domain must not be empty") {
 		t.Fatalf("an empty domain: %v\n%s", err, bad)
 	}

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/loadgen"
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // floodRules is the flood's rule: every value of the descriptor key k is a
@@ -25,6 +26,14 @@ descriptors:
     rate_limit:
       unit: hour
       requests_per_unit: 600
+`
+
+// floodClientRules is the compliant clients' rule, the fault scenarios'
+// (e2e/faults): 50 per 10 s.
+const floodClientRules = `rules:
+  - name: default
+    limit: 50
+    window: 10s
 `
 
 // floodKeys is how many unique keys the flood sends (scenario 6).
@@ -43,13 +52,8 @@ const floodRSSCeiling = 768 << 20
 // untracked metric counts the keys past the cap, and compliant clients
 // asking GET /check meanwhile are never denied and never untracked.
 func TestFaultKeyFlood(t *testing.T) {
-	dir := t.TempDir()
-	envoy := filepath.Join(dir, "flood.yaml")
-	if err := os.WriteFile(envoy, []byte(floodRules), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := startCluster(t, 1, labRules, "-rules", envoy)
-	p := c.procs[0]
+	c := nodetest.Start(t, nodetest.Config{Nodes: 1, Rules: []string{floodClientRules, floodRules}})
+	p := c.Procs[0]
 
 	// Compliant clients, one check each 250 ms (80 % of 50 per 10 s).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -68,7 +72,7 @@ func TestFaultKeyFlood(t *testing.T) {
 					return
 				case <-tick.C:
 				}
-				code, body, err := p.get("/check?key=ok-" + strconv.Itoa(i))
+				code, body, err := p.Get("/check?key=ok-" + strconv.Itoa(i))
 				compliant.Add(1)
 				switch {
 				case err != nil || (code != http.StatusOK && code != http.StatusTooManyRequests):
@@ -83,33 +87,27 @@ func TestFaultKeyFlood(t *testing.T) {
 	}
 
 	// Resident memory, each 200 ms.
-	pid := p.cmd.Process.Pid
 	var peak atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			if rss, err := residentBytes(pid); err == nil && rss > peak.Load() {
+			if rss, err := p.ResidentBytes(); err == nil && rss > peak.Load() {
 				peak.Store(rss)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
 
-	untracked0 := metricValue(t, p, "limiterd_untracked_checks_total")
+	untracked0 := p.Metric(t, "limiterd_untracked_checks_total")
 	// The flood comes from limitload, built without the race detector
 	// this test may run under: the sender must not be what limits the rate.
-	out, err := exec.CommandContext(ctx, goBinary(t, "limitload"), "flood", "-target", p.grpc,
+	out, err := exec.CommandContext(ctx, nodetest.Build(t, "limitload"), "flood", "-target", p.GRPC,
 		"-keys", strconv.Itoa(floodKeys), "-per-call", "64", "-conns", "4", "-max-duration", "8m").Output()
 	if err != nil {
 		t.Fatalf("limitload flood: %v\n%s", err, out)
 	}
-	var fl struct {
-		Keys            int64   `json:"keys"`
-		Seconds         float64 `json:"seconds"`
-		KeysPerSecond   float64 `json:"keys_per_second"`
-		FailedCallsJSON int64   `json:"failed_calls"`
-	}
+	var fl loadgen.FloodReport
 	if err := json.Unmarshal(out, &fl); err != nil {
 		t.Fatalf("limitload flood printed %q: %v", out, err)
 	}
@@ -117,16 +115,16 @@ func TestFaultKeyFlood(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	moved := metricValue(t, p, "limiterd_untracked_checks_total") - untracked0
-	tracked := metricValue(t, p, "limiterd_tracked_keys")
-	figures(t, "6 a flood of 10 million unique keys at one node",
+	moved := p.Metric(t, "limiterd_untracked_checks_total") - untracked0
+	tracked := p.Metric(t, "limiterd_tracked_keys")
+	nodetest.Figures(t, "6 a flood of 10 million unique keys at one node",
 		"keys sent", fl.Keys, "took (s)", fmt.Sprintf("%.1f", fl.Seconds),
-		"keys/s", fmt.Sprintf("%.0f", fl.KeysPerSecond), "failed calls", fl.FailedCallsJSON,
+		"keys/s", fmt.Sprintf("%.0f", fl.KeysPerSec), "failed calls", fl.FailedCalls,
 		"peak RSS MiB", peak.Load()>>20, "ceiling MiB", floodRSSCeiling>>20, "tracked keys at the end", int64(tracked),
 		"untracked checks", int64(moved), "compliant checks", compliant.Load(), "compliant denied", denied.Load(),
 		"compliant untracked", untracked.Load(), "compliant failed", failed.Load())
-	if fl.Keys != floodKeys || fl.FailedCallsJSON != 0 {
-		t.Fatalf("%d of %d keys sent, %d calls failed", fl.Keys, floodKeys, fl.FailedCallsJSON)
+	if fl.Keys != floodKeys || fl.FailedCalls != 0 {
+		t.Fatalf("%d of %d keys sent, %d calls failed", fl.Keys, floodKeys, fl.FailedCalls)
 	}
 	if peak.Load() >= floodRSSCeiling {
 		t.Errorf("resident memory peaked at %d MiB, at or over the ceiling of %d MiB", peak.Load()>>20, floodRSSCeiling>>20)

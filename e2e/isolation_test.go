@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // TestForeignNodesCannotJoin starts a 2-node cluster with a gossip key and a
@@ -14,11 +17,11 @@ import (
 func TestForeignNodesCannotJoin(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
 	other := base64.StdEncoding.EncodeToString([]byte("fedcba9876543210"))
-	c := startCluster(t, 2, rules100, "-gossip-key", key, "-cluster-label", "prod")
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees 2 members", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == 2
+	c := nodetest.Start(t, nodetest.Config{Nodes: 2, Rules: []string{rules100}, Args: []string{"-gossip-key", key, "-cluster-label", "prod"}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees 2 members", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == 2
 		})
 	}
 	intruders := []struct {
@@ -33,24 +36,23 @@ func TestForeignNodesCannotJoin(t *testing.T) {
 	}
 	for _, in := range intruders {
 		t.Run(in.name, func(t *testing.T) {
-			p := &proc{name: in.name}
-			p.http = "127.0.0.1:" + itoa(freePort(t))
-			p.gossip = "127.0.0.1:" + itoa(freePort(t))
-			p.args = append([]string{"-node-name", p.name, "-http-addr", p.http, "-bind-addr", p.gossip,
-				"-rules", c.rules, "-log-level", "warn", "-join", c.procs[0].gossip}, in.args...)
-			p.cmd = nil
-			c.procs = append(c.procs, p)
-			c.startUnready(p)
+			p := &nodetest.Proc{Name: in.name}
+			p.HTTP = "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))
+			p.Gossip = "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))
+			p.Args = append([]string{"-node-name", p.Name, "-http-addr", p.HTTP, "-bind-addr", p.Gossip,
+				"-rules", c.Rules, "-log-level", "warn", "-join", c.Procs[0].Gossip}, in.args...)
+			c.Procs = append(c.Procs, p)
+			c.StartUnready(p)
 			// It counts 50 requests for a key locally ...
 			key := "intruded-" + in.name
 			for range 50 {
-				check(t, p, key)
+				p.Check(t, key)
 			}
 			if in.join {
 				// The control proves the checks below can fail.
-				eventually(t, "the control joins and its counts arrive", 20*time.Second, func() bool {
-					m, err := members(c.procs[0])
-					code, _, _ := request("GET", "http://"+c.procs[0].http+"/check?key="+key+"&hits=100")
+				nodetest.Eventually(t, "the control joins and its counts arrive", 20*time.Second, func() bool {
+					m, err := c.Procs[0].Members()
+					code, _, _ := c.Procs[0].Get("/check?key=" + key + "&hits=100")
 					return err == nil && m[in.name] == "alive" && code == 429
 				})
 				return
@@ -58,17 +60,17 @@ func TestForeignNodesCannotJoin(t *testing.T) {
 			// ... gives the cluster time to hear of it (several sync and
 			// rejoin rounds), and the cluster never does.
 			time.Sleep(3 * time.Second)
-			for _, q := range c.procs[:2] {
-				m, err := members(q)
+			for _, q := range c.Procs[:2] {
+				m, err := q.Members()
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, ok := m[in.name]; ok {
-					t.Fatalf("%s lists the intruder %s: %v", q.name, in.name, m)
+					t.Fatalf("%s lists the intruder %s: %v", q.Name, in.name, m)
 				}
 			}
 			// A check for the whole limit fits only an empty window.
-			code, body, _ := request("GET", "http://"+c.procs[0].http+"/check?key="+key+"&hits=100")
+			code, body, _ := c.Procs[0].Get("/check?key=" + key + "&hits=100")
 			if code != 200 || !strings.Contains(string(body), `"remaining":0`) {
 				t.Fatalf("the intruder's counts leaked in: %d %s", code, body)
 			}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // TestGossipKeyRotationOverHTTP rotates the gossip key of three real
@@ -31,18 +33,18 @@ func TestGossipKeyRotationOverHTTP(t *testing.T) {
 	}
 	write(k1 + "\n")
 	const limit = 100_000
-	c := startCluster(t, 3, "rules:\n  - name: default\n    limit: "+strconv.Itoa(limit)+"\n    window: 60s\n", "-gossip-key-file", keys)
-	for _, p := range c.procs {
-		eventually(t, p.name+" sees all members alive", 20*time.Second, func() bool {
-			m, err := members(p)
-			return err == nil && countState(m, "alive") == 3
+	c := nodetest.Start(t, nodetest.Config{Nodes: 3, Rules: []string{"rules:\n  - name: default\n    limit: " + strconv.Itoa(limit) + "\n    window: 60s\n"}, Args: []string{"-gossip-key-file", keys}})
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" sees all members alive", 20*time.Second, func() bool {
+			m, err := p.Members()
+			return err == nil && nodetest.CountState(m, "alive") == 3
 		})
 	}
 	var accepted, failed atomic.Int64
 	var first atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, p := range c.procs {
+	for _, p := range c.Procs {
 		wg.Go(func() {
 			for {
 				select {
@@ -50,10 +52,10 @@ func TestGossipKeyRotationOverHTTP(t *testing.T) {
 					return
 				default:
 				}
-				code, body, err := request("GET", "http://"+p.http+"/check?key=rot")
+				code, body, err := p.Get("/check?key=rot")
 				if err != nil || code != 200 {
 					failed.Add(1)
-					first.CompareAndSwap(nil, p.name+": "+strconv.Itoa(code)+" "+string(body))
+					first.CompareAndSwap(nil, p.Name+": "+strconv.Itoa(code)+" "+string(body))
 					continue
 				}
 				accepted.Add(1)
@@ -63,8 +65,8 @@ func TestGossipKeyRotationOverHTTP(t *testing.T) {
 	for _, step := range []string{k1 + "\n" + k2 + "\n", k2 + "\n" + k1 + "\n", k2 + "\n"} {
 		time.Sleep(400 * time.Millisecond)
 		write(step)
-		for _, p := range c.procs {
-			if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		for _, p := range c.Procs {
+			if err := p.Signal(syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -76,13 +78,13 @@ func TestGossipKeyRotationOverHTTP(t *testing.T) {
 		t.Fatalf("%d checks failed during the rotation, first: %v", failed.Load(), first.Load())
 	}
 	want := limit - accepted.Load()
-	for _, p := range c.procs {
-		eventually(t, p.name+" counts every admitted request", 20*time.Second, func() bool {
+	for _, p := range c.Procs {
+		nodetest.Eventually(t, p.Name+" counts every admitted request", 20*time.Second, func() bool {
 			return remaining(t, p, "rot", limit) == want
 		})
-		m, err := members(p)
-		if err != nil || countState(m, "alive") != 3 {
-			t.Fatalf("%s after the rotation: %v %v", p.name, m, err)
+		m, err := p.Members()
+		if err != nil || nodetest.CountState(m, "alive") != 3 {
+			t.Fatalf("%s after the rotation: %v %v", p.Name, m, err)
 		}
 	}
 	// The old key is gone: a node that has only it cannot join.
@@ -90,16 +92,16 @@ func TestGossipKeyRotationOverHTTP(t *testing.T) {
 	if err := os.WriteFile(oldKeys, []byte(k1+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stale := &proc{name: "stale", http: "127.0.0.1:" + strconv.Itoa(freePort(t)), gossip: "127.0.0.1:" + strconv.Itoa(freePort(t))}
-	stale.args = []string{"-node-name", stale.name, "-http-addr", stale.http, "-bind-addr", stale.gossip, "-rules", c.rules,
-		"-log-level", "warn", "-join", c.procs[0].gossip, "-gossip-key-file", oldKeys}
-	c.procs = append(c.procs, stale)
-	c.startUnready(stale)
+	stale := &nodetest.Proc{Name: "stale", HTTP: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), Gossip: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))}
+	stale.Args = []string{"-node-name", stale.Name, "-http-addr", stale.HTTP, "-bind-addr", stale.Gossip, "-rules", c.Rules,
+		"-log-level", "warn", "-join", c.Procs[0].Gossip, "-gossip-key-file", oldKeys}
+	c.Procs = append(c.Procs, stale)
+	c.StartUnready(stale)
 	time.Sleep(3 * time.Second)
-	if code, _, err := request("GET", "http://"+stale.http+"/readyz"); err != nil || code != 503 {
+	if code, _, err := stale.Get("/readyz"); err != nil || code != 503 {
 		t.Fatalf("a node with the old key only: /readyz %d %v, want 503 (not joined)", code, err)
 	}
-	if m, err := members(c.procs[0]); err != nil || countState(m, "alive") != 3 {
+	if m, err := c.Procs[0].Members(); err != nil || nodetest.CountState(m, "alive") != 3 {
 		t.Fatalf("the cluster after a node with the old key tried to join: %v %v", m, err)
 	}
 	t.Logf("%d checks admitted during the rotation, every one counted on all 3 nodes", accepted.Load())

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/internal/nodetest"
 	"github.com/limiterd/limiterd/internal/peerbin"
 )
 
@@ -62,7 +63,7 @@ func nginxRecipe() proxyRecipe {
 		dir:    "nginx",
 		files:  []string{"nginx.conf"},
 		listen: exampleListen,
-		binary: func(t *testing.T) string { return debianProgram(t, "nginx", "nginx") },
+		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "nginx", "nginx") },
 		// As examples/nginx/README.md runs it.
 		args: func(dir string) []string {
 			return []string{"-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr"}
@@ -77,7 +78,7 @@ func caddyRecipe() proxyRecipe {
 		dir:    "caddy",
 		files:  []string{"Caddyfile"},
 		listen: ":8000",
-		binary: func(t *testing.T) string { return debianProgram(t, "caddy", "caddy") },
+		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "caddy", "caddy") },
 		args:   func(dir string) []string { return []string{"run", "--config", filepath.Join(dir, "Caddyfile")} },
 		// Caddy saves the loaded configuration and keeps its storage under
 		// the user's directories: the run directory's instead.
@@ -94,7 +95,7 @@ func haproxyRecipe() proxyRecipe {
 		dir:    "haproxy",
 		files:  []string{"haproxy.cfg", "limiterd.lua"},
 		listen: exampleListen,
-		binary: func(t *testing.T) string { return debianProgram(t, "haproxy", "haproxy") },
+		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "haproxy", "haproxy") },
 		// From the run directory, where lua-load finds limiterd.lua.
 		args:          func(string) []string { return []string{"-f", "haproxy.cfg", "-db"} },
 		allowedFields: true,
@@ -138,10 +139,10 @@ func TestProxyTraefik(t *testing.T)      { testProxyRecipe(t, traefikRecipe()) }
 // Recipes that fail open then let requests through with limiterd stopped.
 func testProxyRecipe(t *testing.T, r proxyRecipe) {
 	bin := r.binary(t)
-	c := startCluster(t, 1, proxyRules)
-	lim := c.procs[0]
+	c := nodetest.Start(t, nodetest.Config{Nodes: 1, Rules: []string{proxyRules}})
+	lim := c.Procs[0]
 	app := startProxiedApp(t)
-	px := startProxy(t, r, bin, lim.http, app.addr())
+	px := startProxy(t, r, bin, lim.HTTP, app.addr())
 	app.forget() // the readiness probes
 	local := proxyClientFrom(t, "127.0.0.1")
 
@@ -191,7 +192,7 @@ func testProxyRecipe(t *testing.T, r proxyRecipe) {
 
 	if !r.failOpen {
 		if r.closedStatus != 0 {
-			c.kill(lim)
+			c.Kill(lim)
 			resp, body = proxyDo(t, px, local, "GET", "/limiterd-stopped", "")
 			if resp.StatusCode != r.closedStatus {
 				t.Fatalf("with limiterd stopped: %d %q, want %d (the recipe fails closed)", resp.StatusCode, body, r.closedStatus)
@@ -202,7 +203,7 @@ func testProxyRecipe(t *testing.T, r proxyRecipe) {
 		}
 		return
 	}
-	c.kill(lim)
+	c.Kill(lim)
 	// A refused connection fails at once: well within the recipes'
 	// timeouts (1 s at most), and far from the seconds a retrying client
 	// would add to every request.
@@ -300,7 +301,7 @@ func proxyClientFrom(t *testing.T, ip string) *http.Client {
 type proxyProcess struct {
 	url    string // http://HOST:PORT
 	cmd    *exec.Cmd
-	out    *lockedBuffer // stdout and stderr
+	out    *nodetest.LockedBuffer // stdout and stderr
 	exited chan struct{}
 }
 
@@ -350,7 +351,7 @@ func startProxy(t *testing.T, r proxyRecipe, bin, limiterdAddr, appAddr string) 
 	// A port found free may be taken before the proxy binds it: pick
 	// another and start again, a few times.
 	for attempt := 0; ; attempt++ {
-		port := freePort(t)
+		port := nodetest.FreePort(t)
 		dir := t.TempDir()
 		// One pass: a substituted port is never substituted again.
 		repl := strings.NewReplacer(exampleLimiterd, limiterdAddr, exampleApp, appAddr,
@@ -372,7 +373,7 @@ func startProxy(t *testing.T, r proxyRecipe, bin, limiterdAddr, appAddr string) 
 
 func runProxy(t *testing.T, r proxyRecipe, bin, dir, url string) *proxyProcess {
 	t.Helper()
-	px := &proxyProcess{url: url, out: &lockedBuffer{}, exited: make(chan struct{})}
+	px := &proxyProcess{url: url, out: &nodetest.LockedBuffer{}, exited: make(chan struct{})}
 	px.cmd = exec.Command(bin, r.args(dir)...)
 	px.cmd.Dir = dir
 	px.cmd.Env = os.Environ()

@@ -1,12 +1,13 @@
 // Command limitload is a load and accuracy driver for running limiterd
 // nodes. It sends GET /check over keep-alive HTTP/1.1 connections, many in
 // flight, each request at its scheduled instant whatever the answers (open
-// loop), spread over the targets at random, round-robin or by the seed
-// study's LCG; and it judges the answers against the rule the nodes apply:
-// the most requests of one key accepted in any window-long interval
-// (NFR1: at most 1.1 x the limit) and the false rejections (NFR2: a
-// request rejected while fewer than the limit of its key were accepted in
-// the window before it), computed from its own log of send instants.
+// loop), spread over the targets at random, round-robin (over all
+// requests, or each key's in turn) or by the seed study's LCG; and it
+// judges the answers against the rule the nodes apply: the most requests
+// of one key accepted in any window-long interval (NFR1: at most 1.1 x
+// the limit) and the false rejections (NFR2: a request rejected while
+// fewer than the limit of its key were accepted in the window before it),
+// computed from its own log of send instants.
 //
 //	limitload --targets 127.0.0.1:8081,...,127.0.0.1:8088 --pattern edge-burst --limit 600 --window 10s
 //	limitload --targets ... --pattern keys --keys 200000 --rate 40000 --duration 60s --limit 600 --window 60s --json
@@ -23,32 +24,9 @@
 // RateLimit-Policy holding --limit per --window (--preflight=false skips
 // it).
 //
-// # Patterns
-//
-// steady, edge-burst and intermittent are the seed design study's window
-// patterns (SPEC.md, "Reference measurements"), laid out from --limit N and
-// --window W instead of 600 and 60 s: every instant of the seed is scaled
-// by W/60 s, and its 5 s slice becomes W/12. With the defaults they are
-// exactly the seed's (a test pins the counts and the instants to the
-// millisecond). steady is request i at i*W/(K*N) for K = --factor, for 3
-// windows (the seed's 180 s) or --duration; the seed's distributed
-// experiment is steady at 1x and 9x for one window (--duration W) with
-// --spread lcg. random is a Poisson process on one key; keys is a Poisson
-// process of --rate in total over --keys keys drawn by Zipf(--zipf-s), the
-// many-keys mode of HS1/HS2.
-//
-// Generated keys carry the run id (--run-id, by default from the clock), so
-// that every run starts from empty windows. The analysis assumes it does.
-//
-// # Clients
-//
-// --client raw (the default) is limitload's own minimal HTTP/1.1 client:
-// one connection per worker, the request written from a reused buffer and
-// the answer parsed for its status, its framing and X-RateLimit-Error
-// (rawhttp.go). --client http is net/http with a Transport tuned for it (a
-// connection per worker, no compression, no HTTP/2). Both keep --conns
-// connections per target; a request waits in its target's queue when all
-// are busy, which shows as "behind schedule".
+// The driver itself, its patterns, its clients and its analysis, is
+// package internal/loadgen ("go doc ./internal/loadgen"): limitload is its
+// flags and its output.
 //
 // # Output
 //
@@ -110,18 +88,7 @@
 // memory); the accuracy analysis from a log of 24 bytes per request, at
 // most --max-log of them.
 //
-// # Traces for limitsim
-//
-// --dry-run prints the schedule as a "limitsim replay" trace, "TIME_MS KEY
-// NODE" with the target the spread picks (the same one a run with the same
-// --seed and --spread uses), and sends nothing; --trace-out FILE writes the
-// run as it happened (send instants, targets). "limitsim replay --nodes 8
-// --trace FILE --limit N --window W" then gives the simulated cluster's
-// figures for the same requests.
-//
-// # Concurrency
-//
-// One goroutine schedules; --conns workers per target send, each on its own
-// connection; one goroutine prints progress. Config and Report are plain
-// values; the zero Config is not valid (start from DefaultConfig).
+// --dry-run prints the schedule as a "limitsim replay" trace and sends
+// nothing; --trace-out FILE writes the run as it happened (see package
+// loadgen, "Traces for limitsim").
 package main

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/loadgen"
 )
 
 // Exit codes.
@@ -63,18 +65,17 @@ func lookupHost(host string) ([]string, error) {
 
 // execute runs a validated configuration: the dry run, or the preflight,
 // the run, the report and the trace. It returns the exit code.
-func execute(ctx context.Context, cfg *Config, runID string, stdout, stderr io.Writer) int {
-	keys := newKeyNamer(cfg, runID)
+func execute(ctx context.Context, cfg *loadgen.Config, runID string, stdout, stderr io.Writer) int {
 	if cfg.DryRun {
-		if err := writeSchedule(stdout, cfg, keys); err != nil {
+		if err := loadgen.WriteSchedule(stdout, cfg, runID); err != nil {
 			fmt.Fprintf(stderr, "limitload: %v\n", err)
 			return exitRuntime
 		}
 		return exitOK
 	}
 	if cfg.Preflight {
-		if err := preflight(cfg, keys.name(0)+"-preflight"); err != nil {
-			fmt.Fprintf(stderr, "%v\n(--preflight=false skips this check)\n", err)
+		if err := loadgen.Preflight(cfg, runID); err != nil {
+			fmt.Fprintf(stderr, "limitload: %s\n(--preflight=false skips this check)\n", plain(err))
 			return exitRuntime
 		}
 	}
@@ -86,13 +87,13 @@ func execute(ctx context.Context, cfg *Config, runID string, stdout, stderr io.W
 		}
 		defer stop()
 	}
-	res := Run(ctx, cfg, runID, stderr)
-	rep := buildReport(cfg, res)
+	res := loadgen.Run(ctx, cfg, runID, stderr)
+	rep := res.Report()
 	var err error
 	if cfg.JSON {
-		err = writeJSON(stdout, &rep)
+		err = rep.WriteJSON(stdout)
 	} else {
-		err = writeText(stdout, &rep)
+		err = rep.WriteText(stdout)
 	}
 	if err == nil && cfg.TraceOut != "" {
 		err = writeTraceFile(cfg.TraceOut, res)
@@ -101,18 +102,18 @@ func execute(ctx context.Context, cfg *Config, runID string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "limitload: %v\n", err)
 		return exitRuntime
 	}
-	if res.interrupted {
+	if res.Interrupted() {
 		return exitInterrupted
 	}
 	return exitOK
 }
 
-func writeTraceFile(path string, res *result) error {
+func writeTraceFile(path string, res *loadgen.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--trace-out: %w", err)
 	}
-	if err := writeTrace(f, res); err != nil {
+	if err := res.WriteTrace(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--trace-out: %w", err)
 	}
@@ -142,13 +143,13 @@ func newRunID(now time.Time) string {
 
 // parseFlags parses and validates the command line. ok false means stop
 // with code (help printed, or a usage error reported on stderr).
-func parseFlags(args []string, stdout, stderr io.Writer, resolve func(string) ([]string, error)) (cfg *Config, runID string, code int, ok bool) {
-	c := DefaultConfig()
+func parseFlags(args []string, stdout, stderr io.Writer, resolve func(string) ([]string, error)) (cfg *loadgen.Config, runID string, code int, ok bool) {
+	c := loadgen.DefaultConfig()
 	fs := flag.NewFlagSet("limitload", flag.ContinueOnError)
 	targets := strings.Join(c.Targets, ",")
 	fs.StringVar(&targets, "targets", targets, "comma-separated `HOST:PORT` list of limiterd nodes (loopback only without --allow-remote)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", c.AllowRemote, "allow targets outside 127.0.0.0/8 and ::1")
-	fs.StringVar(&c.Spread, "spread", c.Spread, "how requests are spread over the targets: random, round-robin, or lcg (the seed study's generator; with the default --seed its node choices)")
+	fs.StringVar(&c.Spread, "spread", c.Spread, "how requests are spread over the targets: random, round-robin, key-round-robin (each key through the targets in turn, from its own), or lcg (the seed study's generator; with the default --seed its node choices)")
 	fs.StringVar(&c.Pattern, "pattern", c.Pattern, "arrival `PATTERN`: steady, edge-burst, intermittent, random or keys (see below)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "the server's limit `N` for the keys driven (requests per --window)")
 	fs.DurationVar(&c.Window, "window", c.Window, "the server's window `D` for the keys driven; the seed's 60 s patterns are scaled to it")
@@ -198,7 +199,7 @@ func parseFlags(args []string, stdout, stderr io.Writer, resolve func(string) ([
 	}
 	if runID == "" {
 		runID = newRunID(time.Now())
-	} else if err := checkKeyText("--run-id", runID, false); err != nil {
+	} else if err := loadgen.CheckRunID(runID); err != nil {
 		return nil, "", usageError(stderr, "%s", plain(err)), false
 	}
 	if err := c.Validate(resolve); err != nil {
@@ -207,10 +208,17 @@ func parseFlags(args []string, stdout, stderr io.Writer, resolve func(string) ([
 	return &c, runID, exitOK, true
 }
 
-// plain is err's text without the package prefixes usageError adds again.
+// plain is err's text without package loadgen's prefixes: limitload
+// prints its own.
 func plain(err error) string {
-	s := strings.TrimPrefix(err.Error(), errConfig.Error()+": ")
-	return strings.TrimPrefix(s, "limitload: ")
+	lines := strings.Split(err.Error(), "\n") // errors.Join's
+	for i, l := range lines {
+		for _, prefix := range []string{loadgen.ErrConfig.Error() + ": ", loadgen.ErrFloodConfig.Error() + ": ", "loadgen: "} {
+			l = strings.TrimPrefix(l, prefix)
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }
 
 func usageError(stderr io.Writer, format string, a ...any) int {

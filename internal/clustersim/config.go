@@ -177,27 +177,32 @@ func (c Config) newCounter(name string) (*counter.Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := counter.DefaultClusterConfig(name)
-	if c.Uncoordinated {
-		cc.Coordinated = false
-	}
-	cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = c.Nodes, c.Sync, c.Budget, c.Floor, c.Grace
-	if err := ctr.SetCluster(cc); err != nil {
+	if err := ctr.SetCluster(c.clusterConfig(name)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return ctr, nil
 }
 
-// Shares is how the tolerance of the simulated limit is spent, as the
-// nodes' counters spend it (counter.Counter.Shares); the zero Shares for a
-// configuration the counter refuses.
-func (c Config) Shares() counter.Shares {
-	ctr, err := c.newCounter("node-0")
-	if err != nil {
-		return counter.Shares{} // New refuses such a configuration first
+// clusterConfig is the cluster settings every node's counter runs with.
+func (c Config) clusterConfig(name string) counter.ClusterConfig {
+	cc := counter.DefaultClusterConfig(name)
+	if c.Uncoordinated {
+		cc.Coordinated = false
 	}
-	return ctr.Shares(c.Limit)
+	cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = c.Nodes, c.Sync, c.Budget, c.Floor, c.Grace
+	return cc
 }
+
+// Bound is the worst case of the simulated limit on the simulated
+// cluster, as the nodes' counters derive it (counter.BoundOf): ticks at
+// one instant, delivery within the grace.
+func (c Config) Bound() counter.Bound {
+	return counter.BoundOf(counter.DefaultConfig().Tolerance, c.clusterConfig("node-0"), c.Limit, c.Window)
+}
+
+// Shares is how the tolerance of the simulated limit is spent, as the
+// nodes' counters spend it (counter.BoundOf).
+func (c Config) Shares() counter.Shares { return c.Bound().Shares }
 
 // floorDiv is Math.floor(a / b) for b > 0, also for negative a.
 func floorDiv(a, b int64) int64 {

@@ -1,12 +1,12 @@
-// Package limiterdtest builds real limiterd nodes in-process for the tests
-// and examples of the client packages: the daemon's own limiter, Decider
-// and httpapi handler over a rule file given as text, so that the clients
-// are tested against what the daemon really answers rather than against a
-// reading of its documentation.
+// Package limiterdtest gives the tests and examples of the client packages
+// real limiterd nodes in-process (internal/nodetest's: the daemon's own
+// limiter, Decider and httpapi handler over a rule file given as text),
+// with clocks they control, so that the clients are tested against what
+// the daemon really answers rather than against a reading of its
+// documentation. Clock is safe for concurrent use.
 package limiterdtest
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -14,10 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
-	"github.com/limiterd/limiterd/httpapi"
-	"github.com/limiterd/limiterd/limiter"
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 // T0 is the instant a FixedClock stands at.
@@ -60,51 +58,21 @@ func Decider(rules string, now func() time.Time) (*decision.Decider, error) {
 
 // DeciderFor is Decider with its metrics on reg.
 func DeciderFor(rules string, now func() time.Time, reg *prometheus.Registry) (*decision.Decider, error) {
-	rs, err := limiter.Parse("rules.yaml", []byte(rules))
-	if err != nil {
-		return nil, fmt.Errorf("limiterdtest: %w", err)
-	}
-	c, err := counter.New(counter.DefaultConfig())
-	if err != nil {
-		return nil, fmt.Errorf("limiterdtest: %w", err)
-	}
-	lim, err := limiter.New(c, rs)
-	if err != nil {
-		return nil, fmt.Errorf("limiterdtest: %w", err)
-	}
-	return OnChecker(lim, now, reg)
+	return nodetest.Decider(rules, now, reg)
 }
 
 // OnChecker returns a Decider over ch (which may fail on purpose).
 func OnChecker(ch decision.Checker, now func() time.Time, reg *prometheus.Registry) (*decision.Decider, error) {
-	cfg := decision.DefaultConfig()
-	cfg.Now = now
-	dec, err := decision.New(cfg, ch, reg, nil)
-	if err != nil {
-		return nil, fmt.Errorf("limiterdtest: %w", err)
-	}
-	return dec, nil
+	return nodetest.DeciderOn(ch, now, reg)
 }
 
 // Handler returns limiterd's HTTP API over dec, as the daemon serves it.
 func Handler(dec *decision.Decider) (http.Handler, error) {
-	api, err := httpapi.New(httpapi.DefaultConfig(), dec, prometheus.NewRegistry(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("limiterdtest: %w", err)
-	}
-	return api, nil
+	return nodetest.Handler(dec, prometheus.NewRegistry())
 }
 
 // Server starts a limiterd node with the given rules and clock on
 // 127.0.0.1, on a port the system picks. Close it when done.
 func Server(rules string, now func() time.Time) (*httptest.Server, error) {
-	dec, err := Decider(rules, now)
-	if err != nil {
-		return nil, err
-	}
-	h, err := Handler(dec)
-	if err != nil {
-		return nil, err
-	}
-	return httptest.NewServer(h), nil
+	return nodetest.Server(rules, now)
 }
