@@ -14,7 +14,7 @@
 # /etc/ssl/certs works: pin a digest, or name a mirror, with
 # --build-arg GO_IMAGE=... The build stage needs no shell (its RUN lines are
 # in exec form), so a shell-less Go image works too.
-ARG GO_IMAGE=golang:1.26-bookworm
+ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src
