@@ -24,6 +24,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// repoRoot is the repository's root, from this directory.
+const repoRoot = "../../.."
+
 // manifests are the objects of deploy/kubernetes/limiterd.yaml, or of the
 // Helm chart as helm template renders it.
 type manifests struct {
@@ -310,8 +313,12 @@ func TestKustomization(t *testing.T) {
 func TestCommandLineStarts(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "limiterd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/limiterd")
-	build.Dir = "../../.."
+	// Built as the Dockerfile builds the image's (static, -trimpath): the
+	// binary the pods run; and TestImage's build then finds every package
+	// compiled in the Go build cache it mounts.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/limiterd")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ type dockerfile struct {
 // reading, enough for the file's own simple syntax (no heredocs).
 func readDockerfile(t *testing.T) dockerfile {
 	t.Helper()
-	data, err := os.ReadFile("../../../Dockerfile")
+	data, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func readDockerfile(t *testing.T) dockerfile {
 // makeVariable returns the default of a Makefile variable set with ?=.
 func makeVariable(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile("../../../Makefile")
+	data, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}

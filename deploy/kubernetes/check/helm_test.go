@@ -2,8 +2,7 @@ package check
 
 import (
 	"encoding/base64"
-	"io"
-	"log/slog"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -11,11 +10,14 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	release "helm.sh/helm/v4/pkg/release/v1"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -65,32 +67,52 @@ func values(t *testing.T, text string) map[string]any {
 }
 
 // renderChartErr renders the chart as `helm template RELEASE chartDir -n
-// limiterd -f values` does: a client-only dry-run install, which checks the
-// values against values.schema.json.
+// limiterd -f values` does, with the packages that command uses, less its
+// Kubernetes client (half of the compilation of this check): the chart's
+// kubeVersion checked, the values coalesced with the chart's and checked
+// against values.schema.json, every template rendered, NOTES.txt set
+// apart, and the manifests put in install order (hooks refused: the chart
+// has none).
 func renderChartErr(t *testing.T, releaseName, text string) (rendered, error) {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatalf("load %s: %v", chartDir, err)
 	}
-	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil))))
-	install.DryRunStrategy = action.DryRunClient
-	install.ReleaseName = releaseName
-	install.Namespace = chartNamespace
-	install.Replace = true
-	install.KubeVersion = kubeVersion(t)
-	rel, err := install.Run(ch, values(t, text))
+	caps := common.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kubeVersion(t)
+	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		t.Fatalf("the chart's kubeVersion %s excludes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	options := common.ReleaseOptions{Name: releaseName, Namespace: chartNamespace, Revision: 1, IsInstall: true}
+	vals, err := commonutil.ToRenderValuesWithSchemaValidation(ch, values(t, text), options, caps, false)
 	if err != nil {
 		return rendered{}, err
 	}
-	r, ok := rel.(*release.Release)
-	if !ok {
-		t.Fatalf("helm returned a %T", rel)
+	files, err := engine.Engine{}.Render(ch, vals)
+	if err != nil {
+		return rendered{}, err
 	}
-	if len(r.Hooks) != 0 {
-		t.Errorf("%d hooks: the chart has none", len(r.Hooks))
+	var r rendered
+	for name, out := range files {
+		if strings.HasSuffix(name, "/NOTES.txt") {
+			r.notes = out
+			delete(files, name)
+		}
 	}
-	return rendered{manifest: r.Manifest, notes: r.Info.Notes}, nil
+	hooks, ms, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return rendered{}, err
+	}
+	if len(hooks) != 0 {
+		t.Errorf("%d hooks: the chart has none", len(hooks))
+	}
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	r.manifest = b.String()
+	return r, nil
 }
 
 func renderChart(t *testing.T, releaseName, text string) rendered {
@@ -102,22 +124,12 @@ func renderChart(t *testing.T, releaseName, text string) rendered {
 	return r
 }
 
-// lintChart runs helm lint --strict with the values: any warning or error
-// fails.
+// lintChart runs helm lint --strict with the values (lint.RunAll, which
+// the command runs): any warning or error fails.
 func lintChart(t *testing.T, text string) {
 	t.Helper()
-	l := action.NewLint()
-	l.Strict = true
-	l.Namespace = chartNamespace
-	l.KubeVersion = kubeVersion(t)
-	res := l.Run([]string{chartDir}, values(t, text))
-	if res.TotalChartsLinted != 1 {
-		t.Errorf("helm lint linted %d charts", res.TotalChartsLinted)
-	}
-	for _, err := range res.Errors {
-		t.Errorf("helm lint: %v", err)
-	}
-	for _, m := range res.Messages {
+	l := lint.RunAll(chartDir, values(t, text), chartNamespace, lint.WithKubeVersion(kubeVersion(t)))
+	for _, m := range l.Messages {
 		if m.Severity > support.InfoSev {
 			t.Errorf("helm lint: %v", m)
 		} else {

