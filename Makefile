@@ -6,7 +6,7 @@ RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 JOBS      ?= 1
 
-.PHONY: help build run run-one test lint vet race k8s-check fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 soak plots seed clean
+.PHONY: help build run run-one test lint vet race k8s-check image fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 soak plots seed clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,8 +47,32 @@ race: ## go test -race over every package, then the simulations at full size wit
 	$(GO) test -count=1 $(SIM_PKGS)
 	@if [ -s $(FIGURES) ]; then echo "== fault tests (docs/faults.md)"; cat $(FIGURES); fi
 
-k8s-check: ## check deploy/kubernetes against the Kubernetes API types (a module of its own)
+k8s-check: ## check deploy/kubernetes and the Helm chart against the Kubernetes API types, build and run the image (a module of its own)
 	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The image's name: deploy/kubernetes/limiterd.yaml and the Helm chart
+# (appVersion) run this one; k8s-check fails when they differ.
+IMAGE_REPO ?= ghcr.io/limiterd/limiterd
+IMAGE_TAG  ?= 0.1.0
+IMAGE      ?= $(IMAGE_REPO):$(IMAGE_TAG)
+# docker, podman or buildah; empty: the first that works, in that order.
+IMAGE_BUILDER ?=
+
+image: ## build the container image (IMAGE: ghcr.io/limiterd/limiterd:IMAGE_TAG) from Dockerfile with docker, podman or buildah
+	@b='$(IMAGE_BUILDER)'; \
+	if [ -z "$$b" ]; then \
+		if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then b=docker; \
+		elif command -v podman >/dev/null 2>&1; then b=podman; \
+		elif command -v buildah >/dev/null 2>&1; then b=buildah; \
+		elif command -v docker >/dev/null 2>&1; then \
+			echo "make image: docker is installed but its engine does not answer (docker info), and there is no podman or buildah: start the engine, or install podman (Debian: apt-get install podman)" >&2; exit 1; \
+		else \
+			echo "make image: no container builder: install docker, podman or buildah (Debian: apt-get install podman), or set IMAGE_BUILDER" >&2; exit 1; \
+		fi; \
+	fi; \
+	case "$$b" in buildah) cmd="buildah bud";; *) cmd="$$b build";; esac; \
+	echo "$$cmd -t $(IMAGE) ."; \
+	$$cmd -t '$(IMAGE)' .
 
 fuzz: ## run every fuzz target for FUZZTIME (30s) each, JOBS (1) at once; new corpus entries go to testdata/fuzz
 	GO=$(GO) FUZZTIME=$(FUZZTIME) JOBS=$(JOBS) scripts/fuzz.sh
