@@ -302,7 +302,7 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 		if i >= len(results) {
 			break
 		}
-		if r := &results[i]; r.Allowed || r.Remaining > 0 || r.RetryAfter <= 0 || r.Count-r.Pending < r.Limit {
+		if r := &results[i]; r.Allowed || r.Remaining > 0 || r.RetryAfter <= 0 || r.Count-r.Pending < r.Limit || s.coord.resetsOf().justReset(l.slot, key, now) {
 			continue
 		}
 		if s.coord == nil {
@@ -334,6 +334,7 @@ type coordState struct {
 	// denied holds, per (limit, key), the unix ms until which a
 	// coordinator's denial received here still holds.
 	denied map[dirtyRef]int64
+	resets resetSet // the resets in force (reset.go)
 }
 
 // grant is one ask granted by this node: origin will count hits in its
