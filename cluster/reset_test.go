@@ -39,7 +39,7 @@ func TestNodeReset(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		rep, err := asker.n.Reset(ctx, key, []counter.Limit{asker.lim})
 		cancel()
-		if err != nil || rep.Coordinator != coord.name || !slices.Equal(rep.Applied, all) || len(rep.Unconfirmed)+len(rep.Refused) != 0 || rep.At.Before(before.Truncate(time.Millisecond)) || rep.At.After(time.Now()) {
+		if err != nil || rep.Coordinator != coord.name || !slices.Equal(rep.Applied, all) || len(rep.Unconfirmed)+len(rep.Refused) != 0 || rep.At.Before(before.Truncate(time.Millisecond)) || rep.At.After(time.Now().Add(time.Millisecond)) {
 			t.Fatalf("Reset on %s = %+v, %v; want applied by all, at an instant of the call", asker.name, rep, err)
 		}
 		for _, tn := range nodes {

@@ -46,21 +46,19 @@ type ResetStats struct {
 	Unknown int
 }
 
-// Reset resets key's counts under limits at now, which becomes the reset
-// instant R (Reset.At): what a single node, or a key's coordinator, does.
-// It returns the Reset for the other nodes to apply with ApplyReset, and
-// what it did here. It returns ErrTooManyLimits for more than
-// MaxLimitsPerCall limits and ErrTooManyResets when the key's shard holds
-// too many resets still in force; nothing is reset then.
-func (c *Counter) Reset(now time.Time, key string, limits []Limit) (Reset, ResetStats, error) {
-	r := Reset{Key: key, At: now.UnixMilli()}
-	if len(limits) > MaxLimitsPerCall {
-		return r, ResetStats{}, fmt.Errorf("%w: %d > %d", ErrTooManyLimits, len(limits), MaxLimitsPerCall)
-	}
-	for _, l := range limits {
-		r.Limits = append(r.Limits, l.ID())
-	}
-	st, err := c.applyReset(now.UnixMilli(), r.At, key, limits)
+// Reset makes a reset of key's counts under limits (their LimitID) at now
+// and applies it here: what a single node, or a key's coordinator, does.
+// The reset instant R (Reset.At) is the millisecond after now, or after
+// the start of this node's newest slice of the key if that is later (a
+// check whose clock read was later took the lock first): every request
+// this node counted before the call is in a slice that starts before R,
+// and is erased. It returns the Reset for the other nodes to apply with
+// ApplyReset, and what it did here. It returns ErrTooManyLimits for more
+// than MaxLimitsPerCall limits and ErrTooManyResets when the key's shard
+// holds too many resets still in force; nothing is reset then.
+func (c *Counter) Reset(now time.Time, key string, limits []string) (Reset, ResetStats, error) {
+	r := Reset{Key: key, Limits: limits}
+	st, err := c.applyReset(now, &r, true)
 	return r, st, err
 }
 
@@ -100,57 +98,63 @@ func (c *Counter) Reset(now time.Time, key string, limits []Limit) (Reset, Reset
 // which keeps them counted that much longer (as every slice of a peer
 // behind is: package doc, "In a cluster").
 func (c *Counter) ApplyReset(now time.Time, r Reset) (ResetStats, error) {
-	if len(r.Limits) > MaxLimitsPerCall {
-		return ResetStats{}, fmt.Errorf("%w: %d > %d", ErrTooManyLimits, len(r.Limits), MaxLimitsPerCall)
-	}
+	return c.applyReset(now, &r, false)
+}
+
+// applyReset erases key's slices of limits that start before R and
+// records the tombstones, under the key's shard lock: all of a key's
+// limits live in one shard, so a reset of several is atomic, and ordered
+// with every check and merge of the key. making sets r.At first (Reset).
+func (c *Counter) applyReset(now time.Time, r *Reset, making bool) (ResetStats, error) {
 	var st ResetStats
+	if len(r.Limits) > MaxLimitsPerCall {
+		return st, fmt.Errorf("%w: %d > %d", ErrTooManyLimits, len(r.Limits), MaxLimitsPerCall)
+	}
 	var buf [MaxLimitsPerCall]Limit
-	ls := buf[:0]
+	limits := buf[:0]
 	for _, id := range r.Limits {
 		slot, info, ok := c.lookupLimit(id)
 		if !ok {
 			st.Unknown++
 			continue
 		}
-		ls = append(ls, Limit{slot: slot, max: info.max, windowMs: info.windowMs, sliceMs: info.sliceMs, name: id})
+		limits = append(limits, Limit{slot: slot, max: info.max, windowMs: info.windowMs, sliceMs: info.sliceMs, name: id})
 	}
-	erased, err := c.applyReset(now.UnixMilli(), r.At, r.Key, ls)
-	st.Erased = erased.Erased
-	return st, err
-}
-
-// applyReset erases key's slices of limits that start before at and
-// records the tombstones, under the key's shard lock: all of a key's
-// limits live in one shard, so a reset of several is atomic, and ordered
-// with every check and merge of the key.
-func (c *Counter) applyReset(nowMs, at int64, key string, limits []Limit) (ResetStats, error) {
-	var st ResetStats
+	nowMs := now.UnixMilli()
+	if making {
+		r.At = nowMs + 1
+	}
 	if len(limits) == 0 {
 		return st, nil
 	}
-	s, tag := c.locate(key)
+	s, tag := c.locate(r.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.coord == nil {
 		s.coord = &coordState{}
 	}
 	rs := &s.coord.resets
-	if !rs.room(key, limits, nowMs) {
+	if !rs.room(r.Key, limits, nowMs) {
 		return st, fmt.Errorf("%w: %d in the key's shard", ErrTooManyResets, len(*rs))
 	}
-	for _, l := range limits {
-		ref := dirtyRef{slot: l.slot, key: key}
-		r := rs.record(ref, at, l.windowMs, nowMs)
+	var states [MaxLimitsPerCall]state
+	var found [MaxLimitsPerCall]bool
+	for i, l := range limits {
 		if int(l.slot) < len(s.tables) {
-			var ks state
-			if s.tables[l.slot].get(tag, key, s.buf(0), false, &ks) {
-				if n, dropped := ks.eraseBefore(r, l.windowMs); dropped {
-					st.Erased += n
-					s.store(l.slot, tag, key, &ks)
-				}
-			}
+			found[i] = s.tables[l.slot].get(tag, r.Key, s.buf(i), repeats(limits, i), &states[i])
 		}
-		s.coord.eraseBefore(ref, r)
+		if j := states[i].newestLocal(); making && found[i] && j >= 0 {
+			r.At = max(r.At, states[i].start(j)+1)
+		}
+	}
+	for i, l := range limits {
+		ref := dirtyRef{slot: l.slot, key: r.Key}
+		at := rs.record(ref, r.At, l.windowMs, nowMs)
+		if n, dropped := states[i].eraseBefore(at, l.windowMs); found[i] && dropped {
+			st.Erased += n
+			s.store(l.slot, tag, r.Key, &states[i])
+		}
+		s.coord.eraseBefore(ref, at)
 	}
 	return st, nil
 }

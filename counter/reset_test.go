@@ -53,7 +53,7 @@ func (n resetNode) count(tb testing.TB, ms int64, key string) int64 {
 
 func (n resetNode) reset(tb testing.TB, ms int64, key string) Reset {
 	tb.Helper()
-	r, _, err := n.c.Reset(at(ms), key, []Limit{n.lim})
+	r, _, err := n.c.Reset(at(ms), key, []string{n.lim.ID()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestResetLimits(t *testing.T) {
 	}
 
 	for i := range maxResets - 1 {
-		if _, _, err := c.Reset(at(1000), fmt.Sprint("x", i), []Limit{sec}); err != nil {
+		if _, _, err := c.Reset(at(1000), fmt.Sprint("x", i), []string{sec.ID()}); err != nil {
 			t.Fatalf("reset %d: %v", i, err)
 		}
 	}
@@ -218,14 +218,14 @@ func TestResetLimits(t *testing.T) {
 	if _, err := c.Allow(at(1000), "y", 1, []Limit{sec}, res[:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.Reset(at(1001), "y", []Limit{sec}); !errors.Is(err, ErrTooManyResets) {
+	if _, _, err := c.Reset(at(1001), "y", []string{sec.ID()}); !errors.Is(err, ErrTooManyResets) {
 		t.Fatalf("reset past the cap: %v, want ErrTooManyResets", err)
 	}
 	if _, err := c.Peek(at(1001), "y", 0, []Limit{sec}, res[:]); err != nil || res[0].Count != 1 {
 		t.Fatalf("a refused reset erased: count %d (%v)", res[0].Count, err)
 	}
 	// Once the second-long window has passed, the tombstones go.
-	if _, _, err := c.Reset(at(2001), "y", []Limit{sec}); err != nil {
+	if _, _, err := c.Reset(at(2001), "y", []string{sec.ID()}); err != nil {
 		t.Fatalf("reset once the others expired: %v", err)
 	}
 	c.Sweep(at(70_000))
@@ -259,7 +259,7 @@ func TestResetEndsGrantsAndDenials(t *testing.T) {
 	if _, err := a.Peek(at(10), "k", 0, []Limit{la}, res[:]); err != nil || res[0].Pending != 1 {
 		t.Fatalf("pending %d before the reset, want 1 (%v)", res[0].Pending, err)
 	}
-	if _, _, err := a.Reset(at(20), "k", []Limit{la}); err != nil {
+	if _, _, err := a.Reset(at(20), "k", []string{la.ID()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Peek(at(30), "k", 0, []Limit{la}, res[:]); err != nil || res[0].Count != 0 {
@@ -271,7 +271,7 @@ func TestResetEndsGrantsAndDenials(t *testing.T) {
 	if d, err := b.Allow(at(200), "k", 1, []Limit{lb}, res[:]); err != nil || d.Allowed || d.Coordinate {
 		t.Fatalf("Allow under a remembered denial = %+v, %v; want denied here", d, err)
 	}
-	if _, _, err := b.Reset(at(300), "k", []Limit{lb}); err != nil {
+	if _, _, err := b.Reset(at(300), "k", []string{lb.ID()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ms := range []int64{400, 1200} {
@@ -330,8 +330,9 @@ func runResetAgainstFresh(t *testing.T, p params, arr []arrival, k int) {
 			t.Fatal(err)
 		}
 	}
-	// R after every request before it, at the next one's instant.
-	if _, _, err := reset.Reset(at(arr[k].t), "k", []Limit{lr}); err != nil {
+	// Made at the last request's instant: R, the millisecond after it, is
+	// at or before the next request's.
+	if _, _, err := reset.Reset(at(arr[k-1].t), "k", []string{lr.ID()}); err != nil {
 		t.Fatal(err)
 	}
 	o := &oracle{}

@@ -77,9 +77,8 @@ func (e *Engine) Reset(now time.Time, key string, limits []string) (ResetStarted
 	id := e.askSeq
 	e.askMu.Unlock()
 	st := ResetStarted{ID: id, Coordinator: to}
-	r := counter.Reset{Key: key, Limits: limits, At: now.UnixMilli()}
 	if to == e.cfg.Self {
-		cst, err := e.c.ApplyReset(now, r)
+		r, cst, err := e.c.Reset(now, key, limits)
 		if err == nil && cst.Unknown == len(limits) {
 			err = fmt.Errorf("%w: none of the limits %q is registered here", counter.ErrUnknownLimit, limits)
 		}
@@ -90,7 +89,7 @@ func (e *Engine) Reset(now time.Time, key string, limits []string) (ResetStarted
 		st.Told, st.Out, err = e.tellPeers(now, e.cfg.Self, id, &r)
 		return st, err
 	}
-	msg, err := encodeReset(e.h, kindResetAsk, e.cfg.Self, now, id, e.cfg.Self, &r)
+	msg, err := encodeReset(e.h, kindResetAsk, e.cfg.Self, now, id, e.cfg.Self, &counter.Reset{Key: key, Limits: limits})
 	if err != nil {
 		return st, err
 	}
@@ -169,8 +168,8 @@ func (e *Engine) receiveReset(now time.Time, b []byte) (Received, error) {
 	}
 }
 
-// coordinateReset applies a peer's reset here as the key's coordinator,
-// at now, and returns the answer for the asker and the reset for every up
+// coordinateReset makes a peer's reset here as the key's coordinator, at
+// now (counter.Reset picks R), and returns the answer for the asker and the reset for every up
 // peer (the asker among them, which applies it as any peer does).
 func (e *Engine) coordinateReset(now time.Time, m resetMsg, r counter.Reset) (Received, error) {
 	if !e.freshAsk(now, m.From, m.ID, m.SentMs) {
@@ -178,8 +177,7 @@ func (e *Engine) coordinateReset(now time.Time, m resetMsg, r counter.Reset) (Re
 		e.Stats.Replays.Add(1)
 		return Received{From: m.From}, fmt.Errorf("%w: reset %d from %.64q sent at %d ms", ErrReplay, m.ID, m.From, m.SentMs)
 	}
-	r.At = now.UnixMilli()
-	st, err := e.c.ApplyReset(now, r)
+	r, st, err := e.c.Reset(now, r.Key, r.Limits)
 	status := resetStatus(st, len(r.Limits), err)
 	var told []string
 	var out []Outbound

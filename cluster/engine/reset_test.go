@@ -100,7 +100,7 @@ func TestResetThroughTheCoordinator(t *testing.T) {
 		t.Fatalf("Reset = %+v, %v; want a reset for k", st, err)
 	}
 	rn.send(st.Out)
-	rn.deliverTo("k", 305) // k applies it at 305 and tells a and b
+	rn.deliverTo("k", 305) // k applies it at 305 (R is 306) and tells a and b
 	if got := peekCount(t, k, 306, key); got != 0 {
 		t.Fatalf("k counts %d after applying the reset, want 0", got)
 	}
@@ -118,7 +118,7 @@ func TestResetThroughTheCoordinator(t *testing.T) {
 		return compareStrings(x.From, y.From)
 	})
 	want := []ResetReply{
-		{ID: st.ID, From: "k", Answer: true, Applied: true, At: at(305).UnixMilli(), Told: []string{"a", "b"}},
+		{ID: st.ID, From: "k", Answer: true, Applied: true, At: at(305).UnixMilli() + 1, Told: []string{"a", "b"}},
 		{ID: st.ID, From: "a", Applied: true},
 		{ID: st.ID, From: "b", Applied: true},
 	}
@@ -187,8 +187,8 @@ func TestResetOnTheCoordinator(t *testing.T) {
 	key := rn.keyFor("k")
 	k.hit(t, 100, key, 5)
 	st, err := k.e.Reset(at(300), key, []string{k.lim.ID()})
-	if err != nil || !st.Local || st.At != at(300).UnixMilli() || !slices.Equal(st.Told, []string{"a", "b"}) {
-		t.Fatalf("Reset = %+v, %v; want applied here at 300, told a and b", st, err)
+	if err != nil || !st.Local || st.At != at(300).UnixMilli()+1 || !slices.Equal(st.Told, []string{"a", "b"}) {
+		t.Fatalf("Reset = %+v, %v; want applied here, R at 301, told a and b", st, err)
 	}
 	for _, o := range st.Out {
 		if !o.Reliable || o.Purpose != PurposeReset {
