@@ -293,7 +293,7 @@ func (rs resetSet) justReset(slot uint16, key string, now int64) bool {
 		return false
 	}
 	t, ok := rs[dirtyRef{slot: slot, key: key}]
-	return ok && now-t.applied < maxDenialDelay.Milliseconds() && now >= t.applied-maxDenialDelay.Milliseconds()
+	return ok && now-t.applied < maxDenialDelay.Milliseconds()
 }
 
 // sweepResets drops the shard's tombstones whose window has passed
