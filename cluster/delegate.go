@@ -68,6 +68,9 @@ func (d delegate) NotifyMsg(b []byte) {
 	if rcv.Answered {
 		n.waiting.deliver(rcv.Answer)
 	}
+	if rcv.Reset != nil {
+		n.resets.deliver(*rcv.Reset)
+	}
 	out := rcv.Out
 	if errors.Is(err, engine.ErrReplay) || errors.Is(err, engine.ErrStale) {
 		n.decodeLog.log(n.log, slog.LevelWarn, "dropped a replayed or stale cluster message (a peer's clock far behind, or a captured message sent again)", "bytes", len(b), "err", err)

@@ -46,6 +46,22 @@
 // first grant of a new coordinator on 8 processes, e2e
 // TestCoordinatedBurstsOverHTTP).
 //
+// # Inspecting and resetting a key
+//
+// Node.Inspect reads a key's window under some limits on this node,
+// counting nothing (counter.Peek): this node's merged view, which another
+// node's differs from by what the two have not merged of each other yet,
+// and the key's coordinator. Node.Reset erases the key's counts on every
+// node through its coordinator (package engine, "Reset"): it sends the
+// reset to the coordinator as one datagram from the calling goroutine
+// (or applies it itself when it coordinates the key), waits for the
+// answer until its context is done, then for the acknowledgement of every
+// node the coordinator told, and reports which applied it, which refused
+// and which did not confirm. Without an answer it fails
+// (ErrResetUnanswered) and claims nothing. The coordinator's reset goes to
+// each peer over a stream, on that peer's sender goroutine, not on
+// memberlist's delivery goroutine.
+//
 // # Failure behaviour
 //
 // A node never waits on the network to decide, except for a check at the

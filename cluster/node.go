@@ -60,6 +60,7 @@ type Node struct {
 	wg      sync.WaitGroup     // the senders' goroutines
 
 	waiting   waiters             // checks at the margin waiting for their coordinator's answer (coordinate.go)
+	resets    resetWaiters        // resets waiting for their answer and acknowledgements (reset.go)
 	keyring   *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
 	transport *transport          // memberlist's, for its counts
 

@@ -348,7 +348,7 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 		if i >= len(results) {
 			break
 		}
-		if r := &results[i]; r.Allowed || r.Remaining > 0 || r.RetryAfter <= 0 || r.Count-r.Pending < r.Limit {
+		if r := &results[i]; r.Allowed || r.Remaining > 0 || r.RetryAfter <= 0 || r.Count-r.Pending < r.Limit || s.coord.resetsOf().justReset(l.slot, key, now) {
 			continue
 		}
 		if s.coord == nil {
@@ -380,6 +380,7 @@ type coordState struct {
 	// denied holds, per (limit, key), the latest coordinator's denial
 	// received here, while it holds.
 	denied map[dirtyRef]denial
+	resets resetSet // the resets in force (reset.go)
 }
 
 // denial is a coordinator's denial remembered (RememberDenial): until

@@ -304,9 +304,9 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		st := &states[i]
 		ok := s.table(l).get(tag, key, &work.bufs[i], i > 0 && repeats(limits, i), st)
 		var count int64
-		at[i] = now
+		at[i] = s.coord.resetsOf().clamp(l.slot, key, now) // reset.go
 		if ok {
-			at[i] = st.clamp(now)
+			at[i] = st.clamp(at[i])
 			dirty[i] = st.expire(at[i], l.windowMs)
 			count = st.count()
 		}

@@ -275,6 +275,27 @@
 // pending grants, a remembered denial), never the blind share or the
 // budget, which ration admissions, and never Decision.Coordinate.
 //
+// # Reset
+//
+// Reset erases a key's counts under some of its limits and returns the
+// Reset for the other nodes, which apply it with ApplyReset; in a cluster
+// the key's coordinator makes it (package cluster/engine carries it). A
+// reset has an instant R, on the clock of the node that made it, and the
+// rule is one property of a slice: a slice of (limit, key) that starts
+// before R is erased, on every node, and refused by Merge until R has left
+// the window (a tombstone per (limit, key), at most 1,024 a shard); one
+// that starts at or after R is kept. A node counts its own requests no
+// earlier than R, so whatever it counts once it has applied the reset
+// survives it everywhere. Requests counted before the reset are erased,
+// requests counted after it kept, none counted twice, and the nodes agree
+// once they have merged each other's slices: ApplyReset has the argument,
+// and what "before" means when clocks differ. NFR1 and NFR2 hold from R on
+// as for a key never seen: on one node, the decisions after a reset are
+// those of a fresh counter (TestResetSingleNodeIsAFreshStart), and
+// TestResetClusterAgainstOracle races resets with checks on nodes with
+// skewed clocks over a lossy network. A window that spans R may hold the
+// requests of before and after it: that is what a reset is for.
+//
 // # Memory and the key cap
 //
 // A (limit, key) pair whose window is empty is dropped, when a check finds it

@@ -55,6 +55,10 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		for _, r := range group {
 			e := &entries[r.i]
 			info := &w.infos[r.info]
+			if s.coord.resetsOf().erases(info.slot, e.Key, e.Start) {
+				ms.Erased++ // counted before a reset of the key (reset.go)
+				continue
+			}
 			tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
 			var st state
 			found := tab.get(r.tag, e.Key, s.buf(0), false, &st)

@@ -64,6 +64,7 @@ func (s *shard) reread(l Limit, tag uint32, key string, i int, private bool, st 
 func (s *shard) sweep(now int64) int {
 	removed := 0
 	s.coord.sweep(now)
+	s.coord.sweepResets(now)
 	buf := s.buf(0)
 	for slot := range s.tables {
 		t := &s.tables[slot]

@@ -51,6 +51,7 @@ type MergeStats struct {
 	// forged entry, dropped so that no message makes a key's slices grow
 	// without bound.
 	Refused int
+	Erased  int // a slice that started before a reset of its key in force (Counter.ApplyReset)
 }
 
 func (c *Counter) lookupLimit(id string) (uint16, limitInfo, bool) {

@@ -191,17 +191,42 @@
 // -test-clock-offset shifts a node's whole clock (Config.Now and the
 // decisions' clock) to test this.
 //
+// # Reset
+//
+// A reset of a key (the admin listener's DELETE) erases the key's counts
+// under some of its limits on every node, and keeps anything counted
+// before it from coming back (package counter, Counter.ApplyReset, has
+// the argument: a slice is erased exactly when it started before the reset
+// instant R, on every node alike). It is ordered through the key's
+// coordinator, as the checks at the margin are: the node asked (the
+// asker) sends it to the coordinator (Reset: 'X'), which applies it under
+// the key's lock at its own instant R, between two of the checks it
+// decides, and sends it with R to every up peer over a stream ('Z'); each
+// applies it with that R and acknowledges it to the asker ('K'), and the
+// coordinator answers the asker with R and the peers it told ('Y'). The
+// asker's transport waits for the answer and the acknowledgements
+// (Received.Reset) as long as its caller allows, and reports which nodes
+// confirmed. A reset asked again is refused as a replay (it would erase
+// what was counted since), one applied again changes nothing. A node that
+// sees the coordinator's clock beyond MaxClockOffset ahead does not apply
+// its reset and says so in its acknowledgement: its R would lie further
+// in this node's future than the counter's clamp is meant for. A node that
+// is not up at the coordinator when the reset is made is not told; the
+// others refuse its slices from before R all the same.
+//
 // # Wire format and versions
 //
 // Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
-// answer, 'R' release) and a msgpack array whose first field is the
-// version: wireVersion, 1, for the sync kinds, and coordVersion, 4, for
-// the coordination kinds that need it (3 before stated maxes, 2 before
-// leases). The bytes of each kind are pinned by goldens under
-// testdata/wire (go test -update rewrites them), so that a change of the
-// format is deliberate: ask, answer and release are version 3, ask_v4
-// and answer_v4 version 4, ask_v2 and answer_v2 version 2.
+// answer, 'R' release; 'X' reset asked, 'Z' reset applied, 'Y' its answer,
+// 'K' its acknowledgement) and a msgpack array whose first field is the
+// version: wireVersion, 1, for the sync kinds, coordVersion, 4, for the
+// coordination kinds that need it (3 before stated maxes, 2 before
+// leases), and resetVersion, 1, for the reset kinds. The bytes of each
+// kind are pinned by goldens under testdata/wire (go test -update
+// rewrites them), so that a change of the format is deliberate: ask,
+// answer and release are version 3, ask_v4 and answer_v4 version 4,
+// ask_v2 and answer_v2 version 2.
 //
 // The sync kinds are written and read by a small msgpack writer and reader
 // for their one schema (msgpack.go), not by go-msgpack's reflection: the
@@ -241,6 +266,13 @@
 //   - Coordination, 1 and later: a version 1 node drops every
 //     coordination kind (unknown kinds), so the keys it coordinates get
 //     no answers, and it never asks, deciding alone with the budget.
+//   - Resets: a node of a release before them drops every reset kind, as
+//     an unknown kind (a decode error, logged as a malformed message), and
+//     applies nothing: a reset of a key it coordinates is never answered,
+//     so the asker reports the reset as failed, and one sent to it is
+//     never acknowledged, so the asker names it among the nodes that did
+//     not confirm. During a rolling upgrade a reset reaches only the
+//     nodes of this release and later, and says which.
 //
 // Otherwise a receiver accepts only its own version and its known kinds: a
 // message of another version or an unknown kind is dropped whole and

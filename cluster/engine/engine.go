@@ -259,13 +259,17 @@ const (
 	PurposeCatchUp
 	// PurposeAnswer: this node's answer, as a key's coordinator, to a
 	// peer's ask. Send it at once, ahead of any queued sync traffic: the
-	// asker waits for it with a deadline of a few milliseconds.
+	// asker waits for it with a deadline of a few milliseconds. The answer
+	// to a reset and its acknowledgements go so too.
 	PurposeAnswer
 	// PurposeAsk: a check at the margin for the key's coordinator (Ask).
 	// Send it at once from the waiting goroutine.
 	PurposeAsk
 	// PurposeRelease: the release of an ask given up (AskExpired).
 	PurposeRelease
+	// PurposeReset: a reset for the key's coordinator, or the
+	// coordinator's for a peer to apply (reset.go).
+	PurposeReset
 )
 
 // String returns the purpose's name, as logs and metrics would show it.
@@ -289,6 +293,8 @@ func (p Purpose) String() string {
 		return "ask"
 	case PurposeRelease:
 		return "release"
+	case PurposeReset:
+		return "reset"
 	}
 	return fmt.Sprintf("purpose(%d)", uint8(p))
 }
@@ -338,7 +344,7 @@ type Stats struct {
 	MessagesReceived, BytesReceived atomic.Uint64
 	DecodeErrors                    atomic.Uint64 // malformed: corrupt, forged or over DecodeLimits
 	VersionMismatches               atomic.Uint64 // well framed, of a wire version this node does not decode
-	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged
+	EntriesMerged, EntriesIgnored   atomic.Uint64 // ignored: expired, unknown limit, no room, unchanged, erased by a reset
 	EntriesRefused                  atomic.Uint64 // forged: another node's slices, or more than a window holds
 	EntriesSkewed                   atomic.Uint64 // not merged: their origin's clock is beyond MaxClockOffset
 	SkewedMessages                  atomic.Uint64 // sync messages and asks of a peer beyond MaxClockOffset: slices not merged, asks not decided
@@ -589,6 +595,9 @@ func (e *Engine) Receive(now time.Time, b []byte) (Received, error) {
 	if isCoordKind(b) {
 		return e.receiveCoord(now, b)
 	}
+	if isResetKind(b) {
+		return e.receiveReset(now, b) // reset.go
+	}
 	from, out, err := e.receiveSync(now, b)
 	return Received{From: from, Out: out}, err
 }
@@ -606,6 +615,9 @@ type Received struct {
 	// after AskExpired) is dropped here.
 	Answer   Answer
 	Answered bool
+	// Reset, when set, is a reply to one of this node's resets: the
+	// transport hands it to whoever waits for Reset.ID (reset.go).
+	Reset *ResetReply
 }
 
 // receiveSync handles a sync message (delta, state, hello).
@@ -709,7 +721,7 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 	w.entries = m.entries(w.entries[:0])
 	ms := e.c.Merge(now, w.entries) // copies what it keeps (counter.Entry)
 	e.Stats.EntriesMerged.Add(uint64(ms.Merged))
-	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom))
+	e.Stats.EntriesIgnored.Add(uint64(ms.Unchanged + ms.Expired + ms.Unknown + ms.NoRoom + ms.Erased))
 	e.Stats.EntriesRefused.Add(uint64(ms.Refused))
 	if pull {
 		msgs, err := e.encode(kindHello, now, nil, e.cfg.DatagramBytes)

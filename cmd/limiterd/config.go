@@ -36,6 +36,7 @@ type config struct {
 	sweepInterval   time.Duration
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	adminAddr       string // the admin API's listener; off when empty
 	logLevel        slog.Level
 	logFormat       string
 	// testClockOffset shifts every instant the node reads (fault tests).
@@ -114,6 +115,11 @@ func (c config) validate() error {
 	}
 	if err := c.decisionConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: -coordinator-deadline: %w", errInvalidConfig, err))
+	}
+	for _, other := range []struct{ addr, flag string }{{c.httpAddr, "-http-addr"}, {c.grpcAddr, "-grpc-addr"}, {c.pprofAddr, "-pprof-addr"}} {
+		if c.adminAddr != "" && c.adminAddr == other.addr && !strings.HasSuffix(c.adminAddr, ":0") {
+			errs = append(errs, fmt.Errorf("%w: -admin-addr must be a listener of its own, not %s's (%s): the admin API is for operators, not for the clients that reach the others", errInvalidConfig, other.flag, c.adminAddr))
+		}
 	}
 	if c.coordinatorDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("%w: -coordinator-deadline must be positive, got %v", errInvalidConfig, c.coordinatorDeadline))

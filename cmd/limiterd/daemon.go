@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	"github.com/limiterd/limiterd/adminapi"
 	"github.com/limiterd/limiterd/cluster"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/decision"
@@ -42,12 +43,13 @@ type daemon struct {
 	rel    *reloader
 	hup    chan os.Signal // SIGHUP, for the rules (and the gossip keys: keysHup)
 
-	ln, gln, dln net.Listener // HTTP API, gRPC (nil when off), pprof (nil when off)
-	keysHup      chan os.Signal
-	node         *cluster.Node // nil on a single node
-	srv          *http.Server
-	grpcSrv      *grpc.Server // nil without -grpc-addr
-	debug        *http.Server // nil without -pprof-addr
+	ln, gln, dln, aln net.Listener // HTTP API, gRPC, pprof, admin API (each but the first nil when off)
+	keysHup           chan os.Signal
+	node              *cluster.Node // nil on a single node
+	srv               *http.Server
+	grpcSrv           *grpc.Server // nil without -grpc-addr
+	debug             *http.Server // nil without -pprof-addr
+	admin             *http.Server // nil without -admin-addr
 
 	// cleanup releases what build acquired, last first: build unwinds it
 	// when a step fails, serve when the daemon has stopped.
@@ -161,7 +163,7 @@ func (d *daemon) listen() error {
 		ln   *net.Listener
 		addr string
 		flag string
-	}{{&d.ln, d.cfg.httpAddr, "-http-addr"}, {&d.gln, d.cfg.grpcAddr, "-grpc-addr"}, {&d.dln, d.cfg.pprofAddr, "-pprof-addr"}} {
+	}{{&d.ln, d.cfg.httpAddr, "-http-addr"}, {&d.gln, d.cfg.grpcAddr, "-grpc-addr"}, {&d.dln, d.cfg.pprofAddr, "-pprof-addr"}, {&d.aln, d.cfg.adminAddr, "-admin-addr"}} {
 		if l.addr == "" {
 			continue
 		}
@@ -245,6 +247,32 @@ func (d *daemon) buildFrontends() error {
 	if d.dln != nil {
 		d.debug = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
 	}
+	return d.buildAdmin()
+}
+
+// buildAdmin makes the admin API's server, with -admin-addr: the key
+// resets go through the cluster node, or to the counter alone.
+func (d *daemon) buildAdmin() error {
+	if d.aln == nil {
+		return nil
+	}
+	acfg := adminapi.DefaultConfig()
+	keys := adminapi.Alone(d.ctr, d.clock)
+	if d.node != nil {
+		acfg.Node, keys = d.node.Name(), d.node
+	}
+	api, err := adminapi.New(acfg, d.lim, keys, d.reg, d.log)
+	if err != nil {
+		return err
+	}
+	d.admin = &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      acfg.ResetTimeout + 10*time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
 	return nil
 }
 
@@ -282,6 +310,9 @@ func (d *daemon) logStart() {
 	if d.debug != nil {
 		d.log.Info("pprof listening", "addr", d.dln.Addr().String())
 	}
+	if d.admin != nil {
+		d.log.Info("admin API listening", "admin", d.aln.Addr().String())
+	}
 	attrs := []any{"http", d.ln.Addr().String(), "rules", d.cfg.rulesPaths, "rule_count", len(d.rules.Rules)}
 	if d.node != nil {
 		if d.cfg.unauthenticated() {
@@ -314,6 +345,9 @@ func (d *daemon) start(ctx, nodeCtx context.Context, wg *sync.WaitGroup, errc ch
 	if d.debug != nil {
 		wg.Go(func() { serveHTTP(d.debug, d.dln, "pprof server", errc) })
 	}
+	if d.admin != nil {
+		wg.Go(func() { serveHTTP(d.admin, d.aln, "admin server", errc) })
+	}
 	if d.node != nil {
 		wg.Go(func() {
 			if err := d.node.Run(nodeCtx); err != nil {
@@ -344,6 +378,11 @@ func (d *daemon) stopServers() error {
 	var err error
 	if serr := d.srv.Shutdown(sctx); serr != nil {
 		err = fmt.Errorf("shutdown: %w", serr)
+	}
+	if d.admin != nil {
+		if serr := d.admin.Shutdown(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("admin shutdown: %w", serr))
+		}
 	}
 	if d.debug != nil {
 		d.debug.Close()

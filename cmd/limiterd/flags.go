@@ -67,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.sweepInterval, "sweep-interval", cfg.sweepInterval, "how often keys whose window is empty are dropped")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", cfg.shutdownTimeout, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	fs.StringVar(&cfg.pprofAddr, "pprof-addr", cfg.pprofAddr, "`HOST:PORT` for Go's /debug/pprof/ profiles on a listener of their own; off when empty (keep it on loopback)")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", cfg.adminAddr, "`HOST:PORT` for the admin API on a listener of its own, never -http-addr's: GET /v1/keys?key=K[&rule=R] shows a key's counts without counting, DELETE resets the key on every node (through its coordinator); off when empty. It has no authentication: keep it on loopback or a network only operators reach")
 	level := fs.String("log-level", strings.ToLower(cfg.logLevel.String()), "log `LEVEL`: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", cfg.logFormat, "log `FORMAT`: text or json")
 	fs.DurationVar(&cfg.testClockOffset, "test-clock-offset", cfg.testClockOffset, "for fault tests only, never in production: shift every instant this node reads (its decisions, the send time of its cluster messages, its sync ticks, its stale-message checks, /cluster) by this `DURATION`, which may be negative, to play a node whose clock is off (a Go binary ignores libfaketime); 0: the real clock")

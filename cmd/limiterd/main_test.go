@@ -86,7 +86,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: err %v", err)
 	}
-	for _, name := range []string{"http-addr", "rules", "key-header", "max-keys", "shards", "sweep-interval", "shutdown-timeout", "log-level", "log-format", "pprof-addr"} {
+	for _, name := range []string{"http-addr", "rules", "key-header", "max-keys", "shards", "sweep-interval", "shutdown-timeout", "log-level", "log-format", "pprof-addr", "admin-addr"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s:\n%s", name, envName(name), out.String())
 		}
