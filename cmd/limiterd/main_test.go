@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/internal/nodetest"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -114,10 +116,10 @@ func startDaemon(t *testing.T, rules string, extra ...string) (string, func() in
 	addrc := make(chan string, 1)
 	var code int
 	var wg sync.WaitGroup
-	var stderr bytes.Buffer
+	var stderr nodetest.LockedBuffer
 	wg.Go(func() {
 		code = run(ctx, append([]string{"-http-addr", "127.0.0.1:0", "-rules", rules, "-log-level", "debug"}, extra...),
-			func(string) string { return "" }, &lockedWriter{w: &stderr}, func(a string) { addrc <- a })
+			func(string) string { return "" }, &stderr, func(a string) { addrc <- a })
 		close(addrc)
 	})
 	addr, ok := <-addrc
@@ -136,17 +138,6 @@ func startDaemon(t *testing.T, rules string, extra ...string) (string, func() in
 	}
 	t.Cleanup(func() { stop() })
 	return "http://" + addr, stop
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -169,16 +160,11 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-// eventually polls cond every 20 ms for up to 10 s (a deadline for an event,
-// not a timing assertion).
+// eventually polls cond for up to 10 s (a deadline for an event, not a
+// timing assertion).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	nodetest.Eventually(t, what, 10*time.Second, cond)
 }
 
 func TestServeChecksAndReloads(t *testing.T) {
