@@ -135,6 +135,8 @@ func startEnvoyRatelimit(t testing.TB, bin, redis, rules string) string {
 	runProxy(t, proxyRecipe{dir: "redis", args: func(string) []string {
 		return []string{"--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
 	}}, redis, dir, "")
+	// ratelimit panics if Redis does not answer at its start.
+	listening(t, "Redis", fmt.Sprintf("127.0.0.1:%d", redisPort))
 	conf := filepath.Join(dir, "runtime", "ratelimit", "config")
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		t.Fatal(err)
@@ -152,12 +154,18 @@ func startEnvoyRatelimit(t testing.TB, bin, redis, rules string) string {
 	}
 	runProxy(t, proxyRecipe{dir: "ratelimit", args: func(string) []string { return nil }, env: func(string) []string { return env }}, bin, dir, "")
 	addr := fmt.Sprintf("127.0.0.1:%d", grpcPort)
-	nodetest.Eventually(t, "envoyproxy/ratelimit to listen on "+addr, 20*time.Second, func() bool {
+	listening(t, "envoyproxy/ratelimit", addr)
+	return addr
+}
+
+// listening waits until what accepts connections on addr.
+func listening(t testing.TB, what, addr string) {
+	t.Helper()
+	nodetest.Eventually(t, what+" to listen on "+addr, 20*time.Second, func() bool {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			conn.Close()
 		}
 		return err == nil
 	})
-	return addr
 }
