@@ -98,7 +98,7 @@ bench-loopback: ## /check vs a no-op handler over loopback with wrk (DURATION, C
 	scripts/bench-loopback.sh
 
 bench-sync: ## sync traffic of 3 and 8 in-process nodes at HS2 load; one node's sync path; a coordinator's round trip and hot-key rate
-	$(GO) test ./cluster -run '^$$' -bench 'Syncer' -benchmem -count 3
+	$(GO) test ./cluster/engine -run '^$$' -bench 'Syncer' -benchmem -count 3
 	$(GO) test ./cluster -run '^$$' -bench SyncTransport -benchtime 50x
 	BENCH_NODES=8 $(GO) test ./cluster -run '^$$' -bench 'SyncTransport/nodes=8/(alone|udp|tcp)$$' -benchtime 50x
 	$(GO) test ./cluster -run '^$$' -bench 'CoordinateRoundTrip' -benchtime 20000x -count 3
