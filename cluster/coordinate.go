@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -23,44 +22,6 @@ var (
 	// the check (its rules lack one of the limits).
 	ErrCoordinatorUnable = errors.New("cluster: coordinator cannot decide")
 )
-
-// waiters are the checks waiting for their coordinator's answer, by ask
-// id. The engine keeps the protocol (ids, the settled watermark, which
-// answer is awaited); this is only where an answer finds its goroutine.
-type waiters struct {
-	mu sync.Mutex
-	ch map[uint64]chan engine.Answer
-}
-
-// add registers a check waiting for the answer to ask id.
-func (w *waiters) add(id uint64) chan engine.Answer {
-	ch := make(chan engine.Answer, 1)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(map[uint64]chan engine.Answer)
-	}
-	w.ch[id] = ch
-	return ch
-}
-
-func (w *waiters) remove(id uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.ch, id)
-}
-
-// deliver hands an answer the engine matched to a pending ask to its
-// check. It never blocks.
-func (w *waiters) deliver(a engine.Answer) {
-	w.mu.Lock()
-	ch := w.ch[a.ID]
-	delete(w.ch, a.ID)
-	w.mu.Unlock()
-	if ch != nil {
-		ch <- a // buffered, and delivered at most once
-	}
-}
 
 // Coordinate puts a check at the margin to the key's coordinator and waits
 // for its answer until ctx is done (decision.Coordinator). The engine
@@ -84,7 +45,7 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 		return false, false, fmt.Errorf("%w: %v", ErrNoCoordinator, err)
 	}
 	to := a.Out.To
-	ch := n.waiting.add(a.ID)
+	ch := n.waiting.add(a.ID, 1)
 	nd := n.memberNode(to)
 	if nd == nil {
 		err = fmt.Errorf("%s has no sender", to)

@@ -66,10 +66,10 @@ func (d delegate) NotifyMsg(b []byte) {
 	n := d.n
 	rcv, err := n.engine.Receive(n.now(), b)
 	if rcv.Answered {
-		n.waiting.deliver(rcv.Answer)
+		n.waiting.deliver(rcv.Answer.ID, rcv.Answer, true)
 	}
 	if rcv.Reset != nil {
-		n.resets.deliver(*rcv.Reset)
+		n.resets.deliver(rcv.Reset.ID, *rcv.Reset, false)
 	}
 	out := rcv.Out
 	if errors.Is(err, engine.ErrReplay) || errors.Is(err, engine.ErrStale) {

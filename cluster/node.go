@@ -59,10 +59,10 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
-	waiting   waiters             // checks at the margin waiting for their coordinator's answer (coordinate.go)
-	resets    resetWaiters        // resets waiting for their answer and acknowledgements (reset.go)
-	keyring   *memberlist.Keyring // with Config.GossipKeys: rotated by SetGossipKeys
-	transport *transport          // memberlist's, for its counts
+	waiting   waiters[engine.Answer]     // checks at the margin waiting for their coordinator's answer (coordinate.go)
+	resets    waiters[engine.ResetReply] // resets waiting for their answer and acknowledgements (reset.go)
+	keyring   *memberlist.Keyring        // with Config.GossipKeys: rotated by SetGossipKeys
+	transport *transport                 // memberlist's, for its counts
 
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog

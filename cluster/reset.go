@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
@@ -46,45 +45,6 @@ type ResetReport struct {
 	// the key from before the reset may stay until their window passes;
 	// the nodes that applied it refuse them.
 	Unconfirmed []string
-}
-
-// resetWaiters are the resets waiting for their answer and
-// acknowledgements, by reset id: where a reply finds its goroutine.
-type resetWaiters struct {
-	mu sync.Mutex
-	ch map[uint64]chan engine.ResetReply
-}
-
-// add registers a reset waiting for replies; size bounds those buffered.
-func (w *resetWaiters) add(id uint64, size int) chan engine.ResetReply {
-	ch := make(chan engine.ResetReply, size)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(map[uint64]chan engine.ResetReply)
-	}
-	w.ch[id] = ch
-	return ch
-}
-
-func (w *resetWaiters) remove(id uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.ch, id)
-}
-
-// deliver hands a reply to the reset waiting for it, if any. It never
-// blocks: a reply past the buffer (more nodes than when the reset
-// started) is dropped, and that node shows as unconfirmed.
-func (w *resetWaiters) deliver(r engine.ResetReply) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch := w.ch[r.ID]; ch != nil {
-		select {
-		case ch <- r:
-		default:
-		}
-	}
 }
 
 // Reset erases key's counts under limits on every node, through the key's
