@@ -198,6 +198,22 @@ func coordSim(cl coordLimit, n int, lat time.Duration) clustersim.Config {
 	return sc
 }
 
+// checkHealthyRun holds a run on a healthy network to both bounds: no
+// false rejection (NFR2), no fallback (every answer in time), and no
+// window over 1.1 x limit (NFR1).
+func checkHealthyRun(t *testing.T, name string, r coordRun, limit int64) {
+	t.Helper()
+	if r.falseExact != 0 || r.falseBudget != 0 {
+		t.Errorf("%s: %d false rejections decided exactly, %d by the budget (NFR2)", name, r.falseExact, r.falseBudget)
+	}
+	if r.fallb != 0 {
+		t.Errorf("%s: %d fallbacks, every answer should come in time", name, r.fallb)
+	}
+	if float64(r.maxInWindow) > seedstudy.NFR1Ratio*float64(limit) {
+		t.Errorf("%s: %d admitted in a window, NFR1 allows %g", name, r.maxInWindow, seedstudy.NFR1Ratio*float64(limit))
+	}
+}
+
 // coordLatencies are the latencies the property test runs.
 func coordLatencies() []time.Duration {
 	return []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond}
@@ -234,15 +250,7 @@ func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []t
 				kind++
 				r := runHits(t, sc, p)
 				name := fmt.Sprintf("%d/%v on %d nodes, latency %v, dup %t, %s", cl.limit, cl.window, n, lat, sc.Dup, p.name)
-				if r.falseExact != 0 || r.falseBudget != 0 {
-					t.Errorf("%s: %d false rejections decided exactly, %d by the budget (NFR2)", name, r.falseExact, r.falseBudget)
-				}
-				if r.fallb != 0 {
-					t.Errorf("%s: %d fallbacks, every answer should come in time", name, r.fallb)
-				}
-				if float64(r.maxInWindow) > seedstudy.NFR1Ratio*float64(cl.limit) {
-					t.Errorf("%s: %d admitted in a window, NFR1 allows %g", name, r.maxInWindow, seedstudy.NFR1Ratio*float64(cl.limit))
-				}
+				checkHealthyRun(t, name, r, cl.limit)
 				if r.here+r.coordinator != r.requests {
 					t.Errorf("%s: %d here and %d by the coordinator of %d", name, r.here, r.coordinator, r.requests)
 				}
@@ -327,15 +335,7 @@ func TestCoordinatedStatedLimitAgainstOracle(t *testing.T) {
 				kind++
 				r := runHits(t, sc, p)
 				name := fmt.Sprintf("stated %d/%v on %d nodes, latency %v, dup %t, %s", cl.limit, cl.window, n, lat, sc.Dup, p.name)
-				if r.falseExact != 0 || r.falseBudget != 0 {
-					t.Errorf("%s: %d false rejections decided exactly, %d by the budget (NFR2)", name, r.falseExact, r.falseBudget)
-				}
-				if r.fallb != 0 {
-					t.Errorf("%s: %d fallbacks, every answer should come in time", name, r.fallb)
-				}
-				if float64(r.maxInWindow) > seedstudy.NFR1Ratio*float64(cl.limit) {
-					t.Errorf("%s: %d admitted in a window, NFR1 allows %g", name, r.maxInWindow, seedstudy.NFR1Ratio*float64(cl.limit))
-				}
+				checkHealthyRun(t, name, r, cl.limit)
 				coordinated += r.coordinator
 				rejected += r.rejected
 			}
