@@ -88,7 +88,47 @@ func (cs *clusterState) leaseCap(max, tolPPM int64) int64 {
 // the tolerance: N·blind + leases + N·T <= Tolerance·max. Below that the
 // coordinator decides.
 func (cs *clusterState) blind(max, tolPPM int64) int64 {
+	if cs.Routing == RouteAlways {
+		return 0 // no node counts its peers' admissions: none may admit blind
+	}
 	return (cs.pool(max, tolPPM) - cs.leaseCap(max, tolPPM)) / int64(cs.Nodes)
+}
+
+// routed reports whether the changes of a limit of max go to its keys'
+// coordinators alone (ClusterConfig.Routing): never without a
+// coordinator, always with RouteAlways, and with RouteAuto when the
+// limit leaves each node no blind share. A family's registration (max
+// MaxLimit) is broadcast under RouteAuto: each call states its own max.
+func (cs *clusterState) routed(max, tolPPM int64) bool {
+	switch {
+	case !cs.coordinated() || cs.Routing == RouteNever:
+		return false
+	case cs.Routing == RouteAlways:
+		return true
+	}
+	return cs.blind(max, tolPPM) == 0
+}
+
+// Routed returns the identities (Entry.Limit) of the registered limits
+// whose changes go to their keys' coordinators alone, with the settings in
+// force (ClusterConfig.Routing); nil when none is. The cluster engine
+// reads it at each tick: it changes with the number of nodes.
+func (c *Counter) Routed() map[string]bool {
+	cs := c.cluster.Load()
+	if !cs.coordinated() || cs.Routing == RouteNever {
+		return nil
+	}
+	ids, maxes, _ := c.snapshotNames()
+	var out map[string]bool
+	for i, id := range ids {
+		if cs.routed(maxes[i], c.tolPPM) {
+			if out == nil {
+				out = make(map[string]bool)
+			}
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // grantTTLMs is how long a coordinator counts a grant that the merged

@@ -113,6 +113,56 @@ type ClusterConfig struct {
 	// from its coordinator, counted from the check that asked for it.
 	// Default 1s. Must be positive when LeaseShare is.
 	LeaseTime time.Duration
+	// Routing says which keys' changes go to every peer and which to the
+	// key's coordinator alone (Counter.Routed; the cluster engine sends
+	// them). RouteAuto, the default: a limit whose blind share is 0 on
+	// this many nodes is routed, since no node admits any of it without
+	// asking the coordinator and so no node but the coordinator needs its
+	// peers' counts of it; every other limit is broadcast, because its
+	// blind shares are only safe while each node counts its peers'
+	// admissions. RouteNever broadcasts every limit (limiterd before
+	// routing); RouteAlways routes every limit and gives no node a blind
+	// share (the pool not lent as leases is then unused). Routing needs
+	// Coordinated: without a coordinator every limit is broadcast.
+	Routing Routing
+}
+
+// Routing is ClusterConfig.Routing.
+type Routing uint8
+
+// The routings of ClusterConfig.Routing.
+const (
+	// RouteAuto routes the limits with no blind share, broadcasts the rest.
+	RouteAuto Routing = iota
+	// RouteNever broadcasts every limit to every peer.
+	RouteNever
+	// RouteAlways routes every limit to its keys' coordinators, with no
+	// blind share.
+	RouteAlways
+)
+
+// String returns the routing's name, as limiterd's -sync-routing flag
+// spells it.
+func (r Routing) String() string {
+	switch r {
+	case RouteAuto:
+		return "auto"
+	case RouteNever:
+		return "never"
+	case RouteAlways:
+		return "always"
+	}
+	return fmt.Sprintf("routing(%d)", uint8(r))
+}
+
+// ParseRouting returns the Routing that String spells s.
+func ParseRouting(s string) (Routing, error) {
+	for _, r := range []Routing{RouteAuto, RouteNever, RouteAlways} {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: routing must be auto, never or always, got %q", ErrInvalidConfig, s)
 }
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with:
@@ -136,5 +186,6 @@ func (cc ClusterConfig) Validate() error {
 	bad(cc.LeaseShare >= 0 && cc.LeaseShare <= 1, "LeaseShare must be between 0 and 1, got %v", cc.LeaseShare)
 	bad(!(cc.LeaseShare > 0) || cc.LeaseTime > 0 && cc.LeaseTime <= MaxWindow,
 		"LeaseTime must be positive (and at most %v) when LeaseShare is, got %v", MaxWindow, cc.LeaseTime)
+	bad(cc.Routing <= RouteAlways, "Routing must be RouteAuto, RouteNever or RouteAlways, got %v", cc.Routing)
 	return errors.Join(errs...)
 }

@@ -156,24 +156,39 @@ func (e *Engine) Coordinator(now time.Time, key string) string {
 // coordinator returns the node to ask about key, and whether it is a
 // runner-up: a better placed peer was passed over for missing its asks.
 func (e *Engine) coordinator(now time.Time, key string) (string, bool) {
-	kh := fnv64(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	best, bestScore := e.cfg.Self, score(kh, e.selfHash)
-	top, topScore := best, bestScore // the winner, failed over or not
-	for name, p := range e.peers {
-		if !p.Up {
-			continue
+	r := e.ringLocked()
+	best, top := e.cfg.Self, ""
+	r.walk(key, func(name string) bool {
+		if top == "" {
+			top = name
 		}
-		s := score(kh, p.nameHash)
-		if beats(s, name, topScore, top) {
-			top, topScore = name, s
+		if name == e.cfg.Self {
+			return false // never failed over: this node can always decide alone
 		}
-		if beats(s, name, bestScore, best) && !e.failedOver(p, now) {
-			best, bestScore = name, s
+		if p := e.peers[name]; p != nil && !e.failedOver(p, now) {
+			best = name
+			return false
 		}
+		return true
+	})
+	return best, top != "" && top != best
+}
+
+// ringLocked returns the ring of this node and its up peers, rebuilt if
+// membership changed since it was built. Under e.mu.
+func (e *Engine) ringLocked() *ring {
+	if e.ring == nil {
+		members := []string{e.cfg.Self}
+		for name, p := range e.peers {
+			if p.Up {
+				members = append(members, name)
+			}
+		}
+		e.ring = newRing(members)
 	}
-	return best, top != best
+	return e.ring
 }
 
 // failedOver reports whether peer p is passed over as a coordinator at

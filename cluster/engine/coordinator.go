@@ -1,43 +1,118 @@
 package engine
 
-import "hash/fnv"
+import (
+	"cmp"
+	"slices"
+)
 
-// CoordinatorOf returns the member that coordinates key: the one with the
-// highest rendezvous score of (member, key), so every node that knows the
-// same members picks the same one, and a member's departure moves only the
-// keys it coordinated (each to its runner-up). "" when members is empty.
-// The hash is fixed (FNV-1a, then a 64-bit mix), not seeded per process:
-// nodes must agree.
-func CoordinatorOf(key string, members []string) string {
-	kh := fnv64(key)
-	best, bestScore := "", uint64(0)
-	for _, m := range members {
-		if s := score(kh, fnv64(m)); best == "" || beats(s, m, bestScore, best) {
-			best, bestScore = m, s
+// ringPoints is how many points each member has on the ring. More points
+// spread the keys more evenly (the busiest of 8 members gets about 1.2
+// times the mean with 64) at 12 bytes a point per node.
+const ringPoints = 64
+
+// ring is the consistent-hash ring of a set of members: each member has
+// ringPoints points, and a key belongs to the owner of the first point at
+// or after the key's own, clockwise. A lookup is a binary search, so the
+// cost of finding a coordinator grows with the logarithm of the cluster's
+// size, not with its size as rendezvous hashing's does: every synced
+// entry of a routed key and every ask looks one up. A member's departure
+// moves only its keys, each to the next member clockwise (its runner-up),
+// and a join takes about 1/N of the keys. Immutable once built.
+type ring struct {
+	points []uint64 // sorted
+	owners []int32  // owners[i] is the member of points[i], an index of names
+	names  []string // sorted
+}
+
+// newRing builds the ring of members (duplicates are kept once).
+func newRing(members []string) *ring {
+	names := slices.Clone(members)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	type point struct {
+		at    uint64
+		owner int32
+	}
+	ps := make([]point, 0, len(names)*ringPoints)
+	for i, n := range names {
+		h := fnv64(n)
+		for v := range uint64(ringPoints) {
+			ps = append(ps, point{mix64(h + v*0x9e3779b97f4a7c15), int32(i)})
 		}
 	}
-	return best
+	// Ties (two members on one point) go to the smaller name, on every node.
+	slices.SortFunc(ps, func(a, b point) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.owner, b.owner)) })
+	r := &ring{points: make([]uint64, len(ps)), owners: make([]int32, len(ps)), names: names}
+	for i, p := range ps {
+		r.points[i], r.owners[i] = p.at, p.owner
+	}
+	return r
 }
 
-// score is the rendezvous score of the key hashed kh on the member whose
-// name hashed nh.
-func score(kh, nh uint64) uint64 { return mix64(kh ^ nh) }
+// keyPoint is where key lies on the ring.
+func keyPoint(key string) uint64 { return mix64(fnv64(key)) }
 
-// beats reports whether the member name with score s ranks above the one
-// named best with bestScore: the higher score, and on a tie the smaller
-// name, so that every node ranks members alike.
-func beats(s uint64, name string, bestScore uint64, best string) bool {
-	return s > bestScore || s == bestScore && name < best
+// walk calls visit with the members in the order they would take key on,
+// the coordinator first, each once, until visit returns false or every
+// member was visited.
+func (r *ring) walk(key string, visit func(name string) bool) {
+	if len(r.names) == 0 {
+		return
+	}
+	at := keyPoint(key)
+	i, _ := slices.BinarySearch(r.points, at)
+	var seen []int32 // few: a walk stops at the first member that can take the key
+	for range r.points {
+		if i == len(r.points) {
+			i = 0
+		}
+		o := r.owners[i]
+		i++
+		if slices.Contains(seen, o) {
+			continue
+		}
+		if !visit(r.names[o]) || len(seen)+1 == len(r.names) {
+			return
+		}
+		seen = append(seen, o)
+	}
 }
 
+// first returns key's coordinator on r, "" when r has no member.
+func (r *ring) first(key string) string {
+	if len(r.points) == 0 {
+		return ""
+	}
+	i, _ := slices.BinarySearch(r.points, keyPoint(key))
+	if i == len(r.points) {
+		i = 0
+	}
+	return r.names[r.owners[i]]
+}
+
+// CoordinatorOf returns the member that coordinates key: the owner of the
+// first point at or after the key's on the ring of members (consistent
+// hashing, ringPoints points a member), so every node that knows the same
+// members picks the same one, and a member's departure moves only the
+// keys it coordinated, each to its runner-up. "" when members is empty.
+// The hash is fixed (FNV-1a, then a 64-bit mix), not seeded per process:
+// nodes must agree. It builds the ring: an Engine keeps its own.
+func CoordinatorOf(key string, members []string) string {
+	return newRing(members).first(key)
+}
+
+// fnv64 is FNV-1a of s, without allocating.
 func fnv64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
-// mix64 is splitmix64's finalizer: it spreads the bits of x so that the
-// scores of one key over different members are independent.
+// mix64 is splitmix64's finalizer: it spreads the bits of x, so that a
+// member's points, and keys that differ in a byte, land far apart.
 func mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

@@ -367,7 +367,6 @@ type Stats struct {
 // peer is the engine's state of one peer, under Engine.mu.
 type peer struct {
 	PeerState
-	nameHash    uint64           // fnv64 of the name, for Coordinator
 	greeted     bool             // this engine sent it a hello
 	asks        map[uint64]int64 // ids of its asks decided here, and when (freshAsk)
 	helloSet    bool             // lastHelloMs is set
@@ -397,10 +396,14 @@ type Engine struct {
 	buf     []counter.Entry // reused by Tick
 	aeRound int64           // anti-entropy round of the last tick; valid with aeSet
 	aeSet   bool
+	// Routing (route.go), for the tick under way.
+	routed   map[string]bool            // the limits routed (counter.Counter.Routed)
+	routes   map[string][]counter.Entry // entries for each node
+	lastView view                       // where the previous tick routed
 
 	mu       sync.Mutex
 	peers    map[string]*peer
-	selfHash uint64 // fnv64 of Self, for Coordinator
+	ring     *ring  // this node and its up peers; nil when membership changed since it was built
 	nodes    int    // up peers plus one, as last given to the counter
 	states   tokens // the MaxStateSends bucket
 	owed     int    // peers with stateDue
@@ -434,7 +437,7 @@ func New(c *counter.Counter, cfg Config) (*Engine, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, selfHash: fnv64(cfg.Self)}
+	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, routes: make(map[string][]counter.Entry)}
 	e.pool.New = func() any { return newWire(e.h) }
 	return e, nil
 }
@@ -529,7 +532,8 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 		clear(e.buf)
 		return nil, nil
 	}
-	msgs, err := e.encode(kindDelta, now, e.buf, e.cfg.DatagramBytes)
+	e.routeTick(now)
+	msgs, err := e.encode(kindDelta, now, e.split(e.buf), e.cfg.DatagramBytes)
 	clear(e.buf) // drop key references until the next tick
 	if err != nil {
 		return nil, err
@@ -540,19 +544,37 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 		return out, err
 	}
 	out = e.broadcast(out, peers, PurposeDelta, msgs)
-	if !ae {
-		return out, nil
-	}
-	msgs, err = e.hot(now)
-	purpose := PurposeAntiEntropy
-	if err == nil && len(msgs) == 0 {
-		msgs, err = e.heartbeat(now)
-		purpose = PurposeHeartbeat
-	}
-	if err != nil {
+	if out, err = e.sendRoutes(out, now, kindDelta, PurposeDelta); err != nil || !ae {
 		return out, err
 	}
-	return e.broadcast(out, peers, purpose, msgs), nil
+	return e.antiEntropy(out, now, peers)
+}
+
+// antiEntropy appends a tick's anti-entropy: this node's slices of its
+// hot keys, broadcast or routed as the deltas are, and a heartbeat for
+// every peer that gets none of them. Under e.tickMu, after routeTick.
+func (e *Engine) antiEntropy(out []Outbound, now time.Time, peers []string) ([]Outbound, error) {
+	bc := e.split(e.c.AppendHot(nil, now, e.cfg.Self))
+	if len(bc) > 0 {
+		msgs, err := e.encode(kindState, now, bc, e.cfg.DatagramBytes)
+		if err != nil {
+			return out, err
+		}
+		out = e.broadcast(out, peers, PurposeAntiEntropy, msgs)
+	} else {
+		var quiet []string
+		for _, name := range peers {
+			if len(e.routes[name]) == 0 {
+				quiet = append(quiet, name)
+			}
+		}
+		msgs, err := e.heartbeat(now)
+		if err != nil {
+			return out, err
+		}
+		out = e.broadcast(out, quiet, PurposeHeartbeat, msgs)
+	}
+	return e.sendRoutes(out, now, kindState, PurposeAntiEntropy)
 }
 
 // broadcast appends an Outbound of msgs for each peer.
@@ -746,7 +768,7 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 func (e *Engine) peer(name string) *peer {
 	p := e.peers[name]
 	if p == nil {
-		p = &peer{nameHash: fnv64(name)}
+		p = &peer{}
 		e.peers[name] = p
 	}
 	return p
@@ -919,6 +941,7 @@ func (e *Engine) Forget(name string) {
 
 // recount updates e.nodes and returns it. Under e.mu.
 func (e *Engine) recount() int {
+	e.ring = nil
 	n := 1
 	for _, p := range e.peers {
 		if p.Up {
@@ -986,18 +1009,11 @@ func (e *Engine) CountSent(n int, bytes int) {
 // restarted peer learns back what it had counted). Catch-ups and hello
 // replies carry it.
 func (e *Engine) StateFor(now time.Time, peer string) ([][]byte, error) {
-	es := e.c.AppendState(nil, now, e.cfg.Self, 0)
+	es := e.routedFor(now, peer, e.c.AppendState(nil, now, e.cfg.Self, 0))
 	if peer != e.cfg.Self {
 		es = e.c.AppendState(es, now, peer, 0)
 	}
 	return e.encode(kindState, now, es, e.cfg.StreamBytes)
-}
-
-// hot returns state messages with this node's slices of every key whose
-// window is at least the counter's HotShare full.
-func (e *Engine) hot(now time.Time) ([][]byte, error) {
-	es := e.c.AppendHot(nil, now, e.cfg.Self)
-	return e.encode(kindState, now, es, e.cfg.DatagramBytes)
 }
 
 // heartbeat returns an empty state message: what anti-entropy sends when

@@ -170,7 +170,9 @@ func TestReplayClusterErrors(t *testing.T) {
 // request, but with a limit of 2 its blind share is 0: its second request
 // goes to the key's coordinator, which knows of node 0's and denies it.
 // With --coordinate=false node 1 would admit it: the blind interval that
-// limitsim burst measures and the per-node budget (off here) bounds.
+// limitsim burst measures and the per-node budget (off here) bounds. With
+// no blind share the key's changes go to the coordinator alone
+// (counter.RouteAuto), so node 1's later denial is the coordinator's too.
 func Example_replayCluster() {
 	trace := `# TIME_MS KEY NODE: a limit of 2 per second
 0   alice 0
@@ -215,15 +217,15 @@ func Example_replayCluster() {
 	// # max_peer_offset_ms 0
 	// # coordinate true
 	// # deadline_ms 5
-	// # decided_here 3
-	// # decided_coordinator 2
+	// # decided_here 2
+	// # decided_coordinator 3
 	// # decided_fallback 0
 	// # decided_on_lease 0
 	// # false_rejections_fallback 0
-	// # coord_asks 1
-	// # coord_ask_bytes 60
-	// # coord_answers 1
-	// # coord_answer_bytes 41
+	// # coord_asks 2
+	// # coord_ask_bytes 131
+	// # coord_answers 2
+	// # coord_answer_bytes 84
 	// # coord_releases 0
 	// # coord_release_bytes 0
 }

@@ -11,7 +11,10 @@ import (
 
 // Three nodes, a limit of 4 per second, one client whose requests go to
 // the nodes in turn: the key's coordinator decides past each node's blind
-// share, so the cluster admits the limit exactly.
+// share, so the cluster admits the limit exactly. With so small a limit no
+// node has a blind share, so the key's changes go to its coordinator alone
+// (counter.RouteAuto): no other node knows the count, and the denials too
+// are the coordinator's.
 func Example() {
 	cfg := clustersim.DefaultConfig()
 	cfg.Nodes, cfg.Limit, cfg.Window, cfg.Slices, cfg.Sync = 3, 4, time.Second, 2, 100*time.Millisecond
@@ -41,7 +44,7 @@ func Example() {
 	// 10 ms on node 1: allowed true, decided by the coordinator
 	// 20 ms on node 2: allowed true, decided by the coordinator
 	// 30 ms on node 0: allowed true, decided by the coordinator
-	// 40 ms on node 1: allowed false, decided here
+	// 40 ms on node 1: allowed false, decided by the coordinator
 	// 50 ms on node 2: allowed false, decided by the coordinator
-	// by the coordinator 5, asks 4, fallbacks 0
+	// by the coordinator 6, asks 4, fallbacks 0
 }

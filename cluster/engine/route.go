@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/limiterd/limiterd/counter"
+)
+
+// view is where this node sends the changes of a routed key: the ring of
+// this node and its up peers, and the peers passed over for missing their
+// asks (Failover). Nodes with the same members and the same misses agree.
+type view struct {
+	ring   *ring
+	failed []string // sorted
+}
+
+// same reports whether v and o send every key to the same node.
+func (v view) same(o view) bool {
+	return v.ring != nil && o.ring != nil && slices.Equal(v.ring.names, o.ring.names) && slices.Equal(v.failed, o.failed)
+}
+
+// dest returns where this node sends its own slices of a routed key: the
+// node it would ask about the key (its coordinator, or the runner-up when
+// the coordinator is failed over), or, when that is this node, the next
+// node in that order, which keeps a copy of what this node admitted as the
+// key's coordinator, so that it can take the key over with this node's
+// counts if this node dies. "" when there is none (this node alone).
+func (v view) dest(self, key string) string {
+	out := ""
+	v.ring.walk(key, func(name string) bool {
+		if name == self || slices.Contains(v.failed, name) {
+			return true
+		}
+		out = name
+		return false
+	})
+	return out
+}
+
+// viewLocked returns the current view. Under e.mu.
+func (e *Engine) viewLocked(now time.Time) view {
+	v := view{ring: e.ringLocked()}
+	for name, p := range e.peers {
+		if p.Up && e.failedOver(p, now) {
+			v.failed = append(v.failed, name)
+		}
+	}
+	slices.Sort(v.failed)
+	return v
+}
+
+// routeTick starts a tick's routing: it reads the routed limits
+// (counter.Counter.Routed) and the view, and empties e.routes. When the
+// view changed since the previous tick, it adds to e.routes this node's
+// live slices of every routed key whose destination changed (a member
+// joined or left, a coordinator was failed over or heard again), so that
+// the key's new coordinator, or its backup, holds this node's counts of
+// it: about 1/N of the keys move on a membership change. Under e.tickMu.
+func (e *Engine) routeTick(now time.Time) {
+	e.routed = e.c.Routed()
+	e.mu.Lock()
+	v := e.viewLocked(now)
+	e.mu.Unlock()
+	for k, es := range e.routes {
+		e.routes[k] = es[:0]
+	}
+	if len(e.routed) > 0 && e.lastView.ring != nil && !v.same(e.lastView) {
+		for _, en := range e.c.AppendState(nil, now, e.cfg.Self, 0) {
+			if !e.routed[en.Limit] {
+				continue
+			}
+			if to := v.dest(e.cfg.Self, en.Key); to != "" && to != e.lastView.dest(e.cfg.Self, en.Key) {
+				e.routes[to] = append(e.routes[to], en)
+			}
+		}
+	}
+	e.lastView = v
+}
+
+// split returns the entries of broadcast limits, in place, and adds those
+// of routed limits to e.routes under the node each goes to. Under
+// e.tickMu, after routeTick.
+func (e *Engine) split(entries []counter.Entry) []counter.Entry {
+	if len(e.routed) == 0 {
+		return entries
+	}
+	bc := entries[:0]
+	for _, en := range entries {
+		if !e.routed[en.Limit] {
+			bc = append(bc, en)
+			continue
+		}
+		if to := e.lastView.dest(e.cfg.Self, en.Key); to != "" {
+			e.routes[to] = append(e.routes[to], en)
+		}
+	}
+	return bc
+}
+
+// sendRoutes appends an Outbound of p, messages of kind, for each node
+// e.routes holds entries for, in name order, and empties e.routes. Under
+// e.tickMu.
+func (e *Engine) sendRoutes(out []Outbound, now time.Time, kind byte, p Purpose) ([]Outbound, error) {
+	names := make([]string, 0, len(e.routes))
+	for name, es := range e.routes {
+		if len(es) > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		msgs, err := e.encode(kind, now, e.routes[name], e.cfg.DatagramBytes)
+		clear(e.routes[name]) // drop key references until the next tick
+		e.routes[name] = e.routes[name][:0]
+		if err != nil {
+			return out, err
+		}
+		if p == PurposeDelta {
+			e.Stats.DeltaMessages.Add(uint64(len(msgs)))
+		}
+		out = append(out, Outbound{To: name, Purpose: p, Msgs: msgs, Reliable: e.cfg.StreamOnly, Spread: !e.cfg.StreamOnly})
+	}
+	return out, nil
+}
+
+// routedFor keeps, of entries (this node's own slices), those peer should
+// have: every slice of a broadcast limit, and a routed key's only when
+// peer is where this node sends it (view.dest).
+func (e *Engine) routedFor(now time.Time, peer string, entries []counter.Entry) []counter.Entry {
+	routed := e.c.Routed()
+	if len(routed) == 0 {
+		return entries
+	}
+	e.mu.Lock()
+	v := e.viewLocked(now)
+	e.mu.Unlock()
+	kept := entries[:0]
+	for _, en := range entries {
+		if !routed[en.Limit] || v.dest(e.cfg.Self, en.Key) == peer {
+			kept = append(kept, en)
+		}
+	}
+	return kept
+}
