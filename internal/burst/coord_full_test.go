@@ -2,7 +2,11 @@
 
 package burst
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/limiterd/limiterd/counter"
+)
 
 // The property tests at full size, built without the race detector: it
 // slows the single-goroutine simulations about 40-fold and has nothing to
@@ -11,7 +15,15 @@ import "testing"
 // TestCoordinatedPropertyAgainstOracle: every limit, every latency (see
 // checkPropertyAgainstOracle).
 func TestCoordinatedPropertyAgainstOracle(t *testing.T) {
-	checkPropertyAgainstOracle(t, coordLimits(), coordLatencies())
+	checkPropertyAgainstOracle(t, coordLimits(), coordLatencies(), counter.RouteAuto)
+}
+
+// TestRoutedPropertyAgainstOracle is TestCoordinatedPropertyAgainstOracle
+// with every key's changes sent to its coordinator alone
+// (counter.RouteAlways): no node knows its peers' counts, and the bounds
+// hold all the same.
+func TestRoutedPropertyAgainstOracle(t *testing.T) {
+	checkPropertyAgainstOracle(t, coordLimits(), coordLatencies(), counter.RouteAlways)
 }
 
 // TestCoordinatedLossyNetwork: every limit (see checkLossyNetwork).

@@ -1,6 +1,7 @@
 package burst
 
 import (
+	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/internal/clustersim"
 	"github.com/limiterd/limiterd/internal/seed"
 	"github.com/limiterd/limiterd/internal/seedstudy"
@@ -224,7 +225,14 @@ func coordLatencies() []time.Duration {
 // and two latencies, which the race detector runs too.
 func TestCoordinatedPropertyAgainstOracleShort(t *testing.T) {
 	ls, lats := coordLimits(), coordLatencies()
-	checkPropertyAgainstOracle(t, []coordLimit{ls[0], ls[2]}, []time.Duration{lats[1], lats[3]})
+	checkPropertyAgainstOracle(t, []coordLimit{ls[0], ls[2]}, []time.Duration{lats[1], lats[3]}, counter.RouteAuto)
+}
+
+// TestRoutedPropertyAgainstOracleShort is TestRoutedPropertyAgainstOracle
+// (coord_full_test.go) on two limits and two latencies.
+func TestRoutedPropertyAgainstOracleShort(t *testing.T) {
+	ls, lats := coordLimits(), coordLatencies()
+	checkPropertyAgainstOracle(t, []coordLimit{ls[1], ls[2]}, []time.Duration{lats[1], lats[3]}, counter.RouteAlways)
 }
 
 // checkPropertyAgainstOracle is both halves of the coordinated design on
@@ -234,7 +242,7 @@ func TestCoordinatedPropertyAgainstOracleShort(t *testing.T) {
 // by the coordinator is rejected while fewer than limit - hits + 1 were
 // accepted in the window before it (NFR2), and no window-long interval
 // holds more than 1.1 x the limit (NFR1).
-func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []time.Duration) {
+func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []time.Duration, routing counter.Routing) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(20260730, 11))
 	runs := coordRuns(t)
@@ -245,11 +253,11 @@ func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []t
 			for run := range 2 * runs {
 				n := 2 + rng.IntN(7)
 				sc := coordSim(cl, n, lat)
-				sc.Dup = run%2 == 1
+				sc.Dup, sc.Routing = run%2 == 1, routing
 				p := coordPattern(rng, kind, cl.limit, cl.window.Milliseconds(), sc.Sync.Milliseconds(), n)
 				kind++
 				r := runHits(t, sc, p)
-				name := fmt.Sprintf("%d/%v on %d nodes, latency %v, dup %t, %s", cl.limit, cl.window, n, lat, sc.Dup, p.name)
+				name := fmt.Sprintf("%d/%v on %d nodes, latency %v, dup %t, routing %v, %s", cl.limit, cl.window, n, lat, sc.Dup, routing, p.name)
 				checkHealthyRun(t, name, r, cl.limit)
 				if r.here+r.coordinator != r.requests {
 					t.Errorf("%s: %d here and %d by the coordinator of %d", name, r.here, r.coordinator, r.requests)

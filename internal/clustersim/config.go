@@ -96,6 +96,9 @@ type Config struct {
 	// where the platform tells (ThreadCPU). The goroutines that call them
 	// stay on one OS thread for it.
 	Timed bool
+	// Routing is counter.ClusterConfig.Routing: which keys' changes go to
+	// their coordinator alone (zero: RouteAuto, limiterd's default).
+	Routing counter.Routing
 	// EditEngine, if set, changes each node's engine configuration after
 	// engine.DefaultConfig (limiterd's for UDP).
 	EditEngine func(*engine.Config)
@@ -190,6 +193,7 @@ func (c Config) clusterConfig(name string) counter.ClusterConfig {
 		cc.Coordinated = false
 	}
 	cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = c.Nodes, c.Sync, c.Budget, c.Floor, c.Grace
+	cc.Routing = c.Routing
 	return cc
 }
 
