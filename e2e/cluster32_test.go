@@ -30,13 +30,13 @@ const rules600 = `rules:
 //     within one window: 600 of them fit), gets at least the limit and at
 //     most the derived bound admitted (nodetest.DerivedBound).
 //   - Converge: once the traffic stops, the key's coordinator counts
-//     exactly what was admitted of each key, and then so does every node,
-//     never more meanwhile (nothing counted twice). This holds whether a
-//     node syncs its changes to every peer or to the key's coordinator
-//     only: in the second, the coordinator holds the merged count and
-//     tells the nodes that hold the key (each node here admitted part of
-//     both keys, and asked the coordinator for them) what the rest
-//     admitted, so each learns the total.
+//     exactly what was admitted of each key, and no node ever counts more
+//     (nothing counted twice). On 32 nodes a limit of 600 leaves no node a
+//     blind share, so its keys' changes go to their coordinator alone
+//     (counter.RouteAuto): every other node knows only what it admitted
+//     itself (and the coordinator's backup, the coordinator's admissions
+//     too), so their counts, disjoint, add up to no more than the total,
+//     and the coordinator, which merges them all, holds it.
 //
 // The nodes answer a coordinator within 500 ms: the promise is for a
 // healthy cluster, and 32 processes beside the test on two cores answer
@@ -89,7 +89,7 @@ func TestThirtyTwoNodesFormDecideConverge(t *testing.T) {
 		}
 		return out
 	}
-	var coordinated, converged time.Duration
+	var coordinated time.Duration
 	for _, k := range []struct {
 		key  string
 		want int64
@@ -112,9 +112,15 @@ func TestThirtyTwoNodesFormDecideConverge(t *testing.T) {
 		nodetest.Eventually(t, fmt.Sprintf("the coordinator %s to count the %d admitted of %s", a.Coordinator, k.want, k.key), 20*time.Second,
 			func() bool { return check()[ci] == k.want })
 		coordinated = max(coordinated, time.Since(decided))
-		nodetest.Eventually(t, fmt.Sprintf("all %d nodes to count the %d admitted of %s", n, k.want, k.key), 20*time.Second,
-			func() bool { return !slices.ContainsFunc(check(), func(v int64) bool { return v != k.want }) })
-		converged = max(converged, time.Since(decided))
+		var others int64
+		for i, v := range check() {
+			if i != ci {
+				others += v
+			}
+		}
+		if others > k.want {
+			t.Errorf("the nodes other than the coordinator count %d of %s together, more than the %d admitted: some counted another's admissions", others, k.key, k.want)
+		}
 	}
 
 	var rss, most int64
@@ -135,7 +141,6 @@ func TestThirtyTwoNodesFormDecideConverge(t *testing.T) {
 		"over-limit admitted", fmt.Sprintf("%d of %d (limit %d, derived bound %d)", admitted, over, limit, bound),
 		"fallbacks", fallbacksOf(t, c.Procs),
 		"coordinator counts all", coordinated.Round(100*time.Millisecond),
-		"every node counts all", converged.Round(100*time.Millisecond),
 		"RSS node-1", fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)),
 		"RSS max", fmt.Sprintf("%.1f MiB", float64(most)/(1<<20)),
 		"wall to convergence (the 32 stop after, one by one)", time.Since(begin).Round(100*time.Millisecond))
