@@ -155,14 +155,19 @@ func (r Routing) String() string {
 	return fmt.Sprintf("routing(%d)", uint8(r))
 }
 
-// ParseRouting returns the Routing that String spells s.
-func ParseRouting(s string) (Routing, error) {
-	for _, r := range []Routing{RouteAuto, RouteNever, RouteAlways} {
-		if r.String() == s {
-			return r, nil
+// MarshalText returns String's spelling (encoding.TextMarshaler).
+func (r Routing) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText sets r to the Routing that String spells text
+// (encoding.TextUnmarshaler: flag.TextVar reads one).
+func (r *Routing) UnmarshalText(text []byte) error {
+	for _, v := range []Routing{RouteAuto, RouteNever, RouteAlways} {
+		if v.String() == string(text) {
+			*r = v
+			return nil
 		}
 	}
-	return 0, fmt.Errorf("%w: routing must be auto, never or always, got %q", ErrInvalidConfig, s)
+	return fmt.Errorf("%w: routing must be auto, never or always, got %q", ErrInvalidConfig, text)
 }
 
 // DefaultClusterConfig returns the defaults the limiterd cluster runs with:

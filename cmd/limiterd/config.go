@@ -61,6 +61,7 @@ type config struct {
 	gossipKeyFile       string
 	gossipKeys          [][]byte // from gossipKeyFile
 	maxClockOffset      time.Duration
+	syncRouting         counter.Routing
 }
 
 // defaultConfig returns the flags' defaults: limiterd's own, and those of
@@ -80,6 +81,7 @@ func defaultConfig() config {
 		syncInterval:        ctrCluster.SyncInterval,
 		budget:              ctrCluster.Budget,
 		coordinate:          ctrCluster.Coordinated,
+		syncRouting:         ctrCluster.Routing,
 		syncSpread:          node.SendSpread,
 		antiEntropyInterval: node.AntiEntropyInterval,
 		rejoinInterval:      node.RejoinInterval,
@@ -203,6 +205,7 @@ func (c config) counterCluster() counter.ClusterConfig {
 	cc.SyncInterval = c.syncInterval
 	cc.Budget = c.budget
 	cc.Coordinated = c.coordinate
+	cc.Routing = c.syncRouting
 	return cc
 }
 
