@@ -34,7 +34,10 @@ type Bound struct {
 	// (L + N·f + N·T whenever f >= 1 and the limit is large against f·N;
 	// L − 1 + N + N·T when f is 0); without it N x (L + T). With the
 	// coordinator on it is the bound of the checks the budget decides
-	// because no answer came in time. Promised on one node.
+	// because no answer came in time. Of a routed limit
+	// (ClusterConfig.Routing), whose count no node but the coordinator
+	// knows, each node keeps to its floor: L + (N − 1)·max(1, f) + N·T.
+	// Promised on one node.
 	Fallback int64
 	// WorstCase is the bound in force: Promised on one node; with the
 	// coordinator deciding at the margin (a healthy cluster)
@@ -76,9 +79,13 @@ func (cs *clusterState) bound(limit, windowMs, tolPPM int64) Bound {
 	b := Bound{Promised: singleBound(limit, tolPPM).Promised, Shares: cs.shares(limit, tolPPM)}
 	b.Floor = cs.floor(limit, max(windowMs, 1))
 	tails := n * b.Tail
-	if cs.Budget {
+	switch {
+	case cs.Budget && cs.routed(limit, tolPPM):
+		// No node knows the count: each keeps to its floor (withinBudget).
+		b.Fallback = limit + (n-1)*min(limit, max(1, b.Floor)) + tails
+	case cs.Budget:
 		b.Fallback = budgetMost(limit, n, b.Floor) + tails
-	} else {
+	default:
 		b.Fallback = n*limit + tails
 	}
 	b.WorstCase = b.Fallback

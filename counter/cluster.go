@@ -142,12 +142,21 @@ func (cs *clusterState) grantTTLMs() int64 {
 
 // withinBudget reports whether hits more local requests fit the budget of
 // a key that counts count, unacked of them local and maybe unknown to peers.
-func (cs *clusterState) withinBudget(l Limit, count, unacked, hits int64) bool {
+// Of a routed limit (ClusterConfig.Routing) count is only this node's: the
+// others' admissions went to the key's coordinator, not here. The budget
+// then assumes none of the window's room is free and keeps to its floor,
+// which a client at its limit rate never passes (BudgetFloor): else each
+// node would take a share of a room the others may have used, every
+// interval.
+func (cs *clusterState) withinBudget(l Limit, count, unacked, hits, tolPPM int64) bool {
 	if !cs.Budget || cs.Nodes == 1 {
 		return true
 	}
 	floor := cs.floor(l.max, l.windowMs)
 	share := (l.max - (count - unacked)) / int64(cs.Nodes)
+	if cs.routed(l.max, tolPPM) {
+		share = 0
+	}
 	// With nothing unacknowledged a request always fits (the window has
 	// room): the budget must not starve a node whose share rounds to nothing.
 	return unacked == 0 || unacked+hits <= floor+share

@@ -346,7 +346,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			}
 		}
 		budgeted := m == modeFallback || m == modeAuto && !coordinated
-		if r.Allowed && budgeted && cs != nil && !cs.withinBudget(l, count, unacked, hits) {
+		if r.Allowed && budgeted && cs != nil && !cs.withinBudget(l, count, unacked, hits, c.tolPPM) {
 			// Room in the window, but more than this node's share of it
 			// until peers hear of it: wait for the next sync. Nothing is
 			// left for this request here, whatever the window holds.

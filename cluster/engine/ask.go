@@ -127,8 +127,10 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 func (e *Engine) answered(a Answer) bool {
 	e.askMu.Lock()
 	defer e.askMu.Unlock()
-	p, ok := e.pending[a.ID]
-	if !ok || p.to != a.From {
+	// From the node asked, or from the coordinator it passed the ask on
+	// to (a routed key's, relayTo): any member may answer, as any member
+	// may send counts.
+	if _, ok := e.pending[a.ID]; !ok {
 		return false
 	}
 	delete(e.pending, a.ID)

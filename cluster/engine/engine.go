@@ -353,6 +353,7 @@ type Stats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
+	AsksRelayed                     atomic.Uint64 // peers' asks of a routed key passed on to its coordinator (relayTo)
 	AsksToCoordinator               atomic.Uint64 // asks this node sent to the key's coordinator (Ask)
 	AsksToRunnerUp                  atomic.Uint64 // asks sent to a runner-up instead: the key's coordinator had missed its asks
 	AsksExpired                     atomic.Uint64 // asks of either kind given up without an answer (AskExpired)
@@ -400,6 +401,7 @@ type Engine struct {
 	routed   map[string]bool            // the limits routed (counter.Counter.Routed)
 	routes   map[string][]counter.Entry // entries for each node
 	lastView view                       // where the previous tick routed
+	resend   []counter.Entry            // routed entries sent since the last anti-entropy
 
 	mu       sync.Mutex
 	peers    map[string]*peer
@@ -533,7 +535,7 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 		return nil, nil
 	}
 	e.routeTick(now)
-	msgs, err := e.encode(kindDelta, now, e.split(e.buf), e.cfg.DatagramBytes)
+	msgs, err := e.encode(kindDelta, now, e.split(e.buf, true), e.cfg.DatagramBytes)
 	clear(e.buf) // drop key references until the next tick
 	if err != nil {
 		return nil, err
@@ -551,10 +553,12 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 }
 
 // antiEntropy appends a tick's anti-entropy: this node's slices of its
-// hot keys, broadcast or routed as the deltas are, and a heartbeat for
-// every peer that gets none of them. Under e.tickMu, after routeTick.
+// hot keys, broadcast or routed as the deltas are, the routed changes of
+// the interval again (resendRouted), and a heartbeat for every peer that
+// gets none of them. Under e.tickMu, after routeTick.
 func (e *Engine) antiEntropy(out []Outbound, now time.Time, peers []string) ([]Outbound, error) {
-	bc := e.split(e.c.AppendHot(nil, now, e.cfg.Self))
+	bc := e.split(e.c.AppendHot(nil, now, e.cfg.Self), false)
+	e.resendRouted()
 	if len(bc) > 0 {
 		msgs, err := e.encode(kindState, now, bc, e.cfg.DatagramBytes)
 		if err != nil {

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
@@ -72,6 +74,33 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 	return nil
 }
 
+// relayTo returns the node an ask or release of key from asker is passed
+// on to, or "" when this node handles it: a check of a routed limit
+// (counter.Counter.Routed) whose coordinator, as this node sees the
+// cluster, is another peer, not failed over here, not the asker, and
+// heard from within two sync intervals. Only the coordinator holds a
+// routed key's counts; a coordinator this node has not heard from lately
+// may be stopped, and an ask relayed to it would go unanswered and count
+// a miss against this node.
+func (e *Engine) relayTo(now time.Time, asker, key string, limits []string) string {
+	routed := e.c.Routed()
+	if !slices.ContainsFunc(limits, func(id string) bool { return routed[id] }) {
+		return ""
+	}
+	to, _ := e.coordinator(now, key)
+	if to == e.cfg.Self || to == asker {
+		return ""
+	}
+	e.mu.Lock()
+	p := e.peers[to]
+	fresh := p != nil && now.Sub(p.LastMessage) <= 2*e.SyncInterval()
+	e.mu.Unlock()
+	if !fresh {
+		return ""
+	}
+	return to
+}
+
 // isCoordKind reports whether a message is an ask, answer or release.
 func isCoordKind(b []byte) bool {
 	return len(b) > 0 && (b[0] == kindAsk || b[0] == kindAnswer || b[0] == kindRelease)
@@ -100,6 +129,16 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 			// counts, which over-counts until it expires.
 			e.Stats.Replays.Add(1)
 			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
+		}
+		if to := e.relayTo(now, from, a.Key, a.Limits); to != "" {
+			// Not this node's key: the asker reached it instead of the
+			// key's coordinator, which it failed over though this node
+			// reaches it (a cut one way). Deciding here, without the
+			// counts only the coordinator holds of a routed key, would
+			// make two coordinators that each miss the other's grants. The
+			// coordinator answers the asker directly.
+			e.Stats.AsksRelayed.Add(1)
+			return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
 		}
 		res := make([]counter.Result, len(a.Limits))
 		status, allowed := answerUnable, false
@@ -147,6 +186,9 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 		}
 		if err := e.heard(now, kindRelease, m.From, m.SentMs); err != nil {
 			return Received{From: m.From}, err
+		}
+		if to := e.relayTo(now, m.From, m.Key, m.Limits); to != "" {
+			return Received{From: m.From, Out: []Outbound{{To: to, Purpose: PurposeRelease, Msgs: [][]byte{bytes.Clone(b)}}}}, nil
 		}
 		e.Stats.Releases.Add(1)
 		e.c.Release(now, m.From, m.ID, m.Key, m.Limits)

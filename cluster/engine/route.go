@@ -79,9 +79,10 @@ func (e *Engine) routeTick(now time.Time) {
 }
 
 // split returns the entries of broadcast limits, in place, and adds those
-// of routed limits to e.routes under the node each goes to. Under
+// of routed limits to e.routes under the node each goes to; with resend,
+// it also keeps them for the next anti-entropy (resendRouted). Under
 // e.tickMu, after routeTick.
-func (e *Engine) split(entries []counter.Entry) []counter.Entry {
+func (e *Engine) split(entries []counter.Entry, resend bool) []counter.Entry {
 	if len(e.routed) == 0 {
 		return entries
 	}
@@ -94,8 +95,44 @@ func (e *Engine) split(entries []counter.Entry) []counter.Entry {
 		if to := e.lastView.dest(e.cfg.Self, en.Key); to != "" {
 			e.routes[to] = append(e.routes[to], en)
 		}
+		if resend {
+			e.resend = append(e.resend, en)
+		}
 	}
 	return bc
+}
+
+// resendRouted adds to e.routes the routed entries the deltas carried
+// since the previous anti-entropy, the newest count of each slice once,
+// and forgets them. Anti-entropy's hot keys are judged on this node's own
+// counts, which for a routed key are only its part: without this a lost
+// delta of a key that changes no more would be missing at its coordinator
+// until the slice left the window, where a broadcast key's total would
+// have made it hot. So every routed change is sent twice, a tick and an
+// anti-entropy interval apart, and a lost datagram is healed within that
+// interval, as a hot broadcast key's is. Under e.tickMu, after routeTick.
+func (e *Engine) resendRouted() {
+	type slice struct {
+		limit, key string
+		start      int64
+	}
+	newest := make(map[slice]int, len(e.resend))
+	for i, en := range e.resend {
+		k := slice{en.Limit, en.Key, en.Start}
+		if j, ok := newest[k]; !ok || e.resend[j].Count < en.Count {
+			newest[k] = i
+		}
+	}
+	for i, en := range e.resend {
+		if newest[slice{en.Limit, en.Key, en.Start}] != i || !e.routed[en.Limit] {
+			continue
+		}
+		if to := e.lastView.dest(e.cfg.Self, en.Key); to != "" {
+			e.routes[to] = append(e.routes[to], en)
+		}
+	}
+	clear(e.resend)
+	e.resend = e.resend[:0]
 }
 
 // sendRoutes appends an Outbound of p, messages of kind, for each node
