@@ -35,14 +35,14 @@ func TestBoundOf(t *testing.T) {
 			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 2, Leases: 26}, Floor: 3, Fallback: 600 + 24 + 16, WorstCase: 658}},
 		{"coordinated short window", cluster(8, nil), 600, 10 * time.Second,
 			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 2, Leases: 26}, Floor: 15, Fallback: 736, WorstCase: 658}},
-		// Tolerance 1: no tail, no blind share, no lease. With no blind
-		// share the limit is routed (RouteAuto): no node knows the count,
-		// and each keeps to its floor, L + (N − 1)·f; broadcast, the budget
-		// shares the room it knows of.
+		// Tolerance 1: no tail, no blind share, no lease.
 		{"coordinated small limit", cluster(8, nil), 10, time.Second,
-			Bound{Promised: 11, Floor: 3, Fallback: 10 + 7*3, WorstCase: 10}},
-		{"coordinated small limit, broadcast", cluster(8, func(cc *ClusterConfig) { cc.Routing = RouteNever }), 10, time.Second,
 			Bound{Promised: 11, Floor: 3, Fallback: 34, WorstCase: 10}},
+		// On more than MeshNodes nodes a limit with no blind share is
+		// routed (RouteAuto): no node knows the count, and each keeps to
+		// its floor, L + (N − 1)·f.
+		{"coordinated small limit, routed", cluster(32, nil), 10, time.Second,
+			Bound{Promised: 11, Floor: 3, Fallback: 10 + 31*3, WorstCase: 10}},
 		// RouteAlways: no blind share, the leases as before.
 		{"routed always", cluster(8, func(cc *ClusterConfig) { cc.Routing = RouteAlways }), 600, time.Minute,
 			Bound{Promised: 660, Shares: Shares{Tail: 2, Leases: 26}, Floor: 3, Fallback: 600 + 7*3 + 16, WorstCase: 642}},

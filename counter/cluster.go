@@ -96,9 +96,10 @@ func (cs *clusterState) blind(max, tolPPM int64) int64 {
 
 // routed reports whether the changes of a limit of max go to its keys'
 // coordinators alone (ClusterConfig.Routing): never without a
-// coordinator, always with RouteAlways, and with RouteAuto when the
-// limit leaves each node no blind share. A family's registration (max
-// MaxLimit) is broadcast under RouteAuto: each call states its own max.
+// coordinator, always with RouteAlways, and with RouteAuto on more than
+// MeshNodes nodes when the limit leaves each node no blind share. A
+// family's registration (max MaxLimit) is broadcast under RouteAuto:
+// each call states its own max.
 func (cs *clusterState) routed(max, tolPPM int64) bool {
 	switch {
 	case !cs.coordinated() || cs.Routing == RouteNever:
@@ -106,7 +107,7 @@ func (cs *clusterState) routed(max, tolPPM int64) bool {
 	case cs.Routing == RouteAlways:
 		return true
 	}
-	return cs.blind(max, tolPPM) == 0
+	return cs.Nodes > cs.MeshNodes && cs.blind(max, tolPPM) == 0
 }
 
 // Routed returns the identities (Entry.Limit) of the registered limits

@@ -60,21 +60,25 @@ func deltaTargets(t *testing.T, n testNode, out []Outbound) map[string]int {
 
 // TestRoutingFollowsTheBlindShare: which limits are routed, per Routing,
 // on a cluster size where 600 a minute leaves each node a blind share (8)
-// and one where it leaves none (32), and the blind share RouteAlways
-// takes away.
+// and one where it leaves none (32); a limit of 10 leaves none on 8 nodes
+// either, but up to MeshNodes (24) nodes every limit is broadcast; and
+// the blind share RouteAlways takes away.
 func TestRoutingFollowsTheBlindShare(t *testing.T) {
 	for _, tc := range []struct {
 		routing counter.Routing
 		nodes   int
+		limit   int64
 		routed  bool
 	}{
-		{counter.RouteAuto, 8, false},
-		{counter.RouteAuto, 32, true},
-		{counter.RouteNever, 32, false},
-		{counter.RouteAlways, 8, true},
+		{counter.RouteAuto, 8, 600, false},
+		{counter.RouteAuto, 32, 600, true},
+		{counter.RouteAuto, 8, 10, false},
+		{counter.RouteAuto, 25, 10, true},
+		{counter.RouteNever, 32, 600, false},
+		{counter.RouteAlways, 8, 600, true},
 	} {
-		t.Run(fmt.Sprintf("%v on %d", tc.routing, tc.nodes), func(t *testing.T) {
-			n := newTestNodeWith(t, "a", tc.nodes, 600, nil)
+		t.Run(fmt.Sprintf("%v, %d on %d", tc.routing, tc.limit, tc.nodes), func(t *testing.T) {
+			n := newTestNodeWith(t, "a", tc.nodes, tc.limit, nil)
 			cc, _ := n.c.Cluster()
 			cc.Coordinated, cc.Routing = true, tc.routing
 			if err := n.c.SetCluster(cc); err != nil {
@@ -83,9 +87,8 @@ func TestRoutingFollowsTheBlindShare(t *testing.T) {
 			if got := n.c.Routed()[n.lim.ID()]; got != tc.routed {
 				t.Errorf("routed %t, want %t", got, tc.routed)
 			}
-			blind := n.c.Shares(600).Blind
-			if tc.routing != counter.RouteNever && tc.routed != (blind == 0) {
-				t.Errorf("blind share %d with routed %t: a routed limit has none, and auto broadcasts a limit with some", blind, tc.routed)
+			if blind := n.c.Shares(tc.limit).Blind; tc.routed && blind != 0 {
+				t.Errorf("blind share %d of a routed limit, want none", blind)
 			}
 			cc.Coordinated = false
 			if err := n.c.SetCluster(cc); err != nil {

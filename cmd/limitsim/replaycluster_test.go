@@ -170,9 +170,7 @@ func TestReplayClusterErrors(t *testing.T) {
 // request, but with a limit of 2 its blind share is 0: its second request
 // goes to the key's coordinator, which knows of node 0's and denies it.
 // With --coordinate=false node 1 would admit it: the blind interval that
-// limitsim burst measures and the per-node budget (off here) bounds. With
-// no blind share the key's changes go to the coordinator alone
-// (counter.RouteAuto), so node 1's later denial is the coordinator's too.
+// limitsim burst measures and the per-node budget (off here) bounds.
 func Example_replayCluster() {
 	trace := `# TIME_MS KEY NODE: a limit of 2 per second
 0   alice 0

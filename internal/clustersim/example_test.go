@@ -11,10 +11,7 @@ import (
 
 // Three nodes, a limit of 4 per second, one client whose requests go to
 // the nodes in turn: the key's coordinator decides past each node's blind
-// share, so the cluster admits the limit exactly. With so small a limit no
-// node has a blind share, so the key's changes go to its coordinator alone
-// (counter.RouteAuto): no other node knows the count, and the denials too
-// are the coordinator's.
+// share, so the cluster admits the limit exactly.
 func Example() {
 	cfg := clustersim.DefaultConfig()
 	cfg.Nodes, cfg.Limit, cfg.Window, cfg.Slices, cfg.Sync = 3, 4, time.Second, 2, 100*time.Millisecond
