@@ -22,7 +22,22 @@ import (
 // states for that, a limit and a lease pool more than the budget's.
 func TestFaultCoordinatorStopped(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
-	c := startLab(t, 8)
+	coordinatorStopped(t)
+}
+
+// TestFaultCoordinatorStoppedRouted is TestFaultCoordinatorStopped with
+// every key synced to its coordinator alone (-sync-routing always): the
+// runner-up, which takes the stopped node's keys over, holds no count of
+// them but what the nodes send it once they fail the coordinator over.
+func TestFaultCoordinatorStoppedRouted(t *testing.T) {
+	t.Parallel()
+	coordinatorStopped(t, "-sync-routing", "always")
+}
+
+// coordinatorStopped is TestFaultCoordinatorStopped with args added to
+// every node's flags.
+func coordinatorStopped(t *testing.T, args ...string) {
+	c := startLab(t, 8, args...)
 	budgetBound := labBound(t, 8, true)
 	// Package counter, "Two coordinators at once": the budget's bound plus
 	// a limit and a lease pool, which is within the tolerance (0.1).

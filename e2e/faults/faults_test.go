@@ -223,7 +223,21 @@ func TestFaultRestarts(t *testing.T) {
 // coordinator among them grants again.
 func TestFaultCoordinatorCut(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
-	c := startLab(t, 8)
+	coordinatorCut(t)
+}
+
+// TestFaultCoordinatorCutRouted is TestFaultCoordinatorCut with every key
+// synced to its coordinator alone (-sync-routing always): the new
+// coordinator learns the key's counts from the nodes that hold them.
+func TestFaultCoordinatorCutRouted(t *testing.T) {
+	t.Parallel()
+	coordinatorCut(t, "-sync-routing", "always")
+}
+
+// coordinatorCut is TestFaultCoordinatorCut with args added to every
+// node's flags.
+func coordinatorCut(t *testing.T, args ...string) {
+	c := startLab(t, 8, args...)
 	bound := labBound(t, 8, true)
 	key := "abuse-hot"
 	k := engine.CoordinatorOf(key, nodetest.Names(c.Procs))

@@ -53,12 +53,12 @@ const (
 	labWindow = 10 * time.Second
 )
 
-// startLab starts n limiterd nodes, node i in the lab's node i at
+// startLab starts n limiterd nodes (with args added to their flags), node i in the lab's node i at
 // 10.213.0.i+1 (HTTP :8080, cluster :7946, gRPC :8081, encrypted with a
 // key made here), every other node joining node 0, and waits until every
 // node sees all n alive. It skips, saying why, where the machine refuses
 // namespaces or nftables cannot be installed.
-func startLab(t *testing.T, n int) *nodetest.Cluster {
+func startLab(t *testing.T, n int, args ...string) *nodetest.Cluster {
 	t.Helper()
 	cfg := netlab.DefaultConfig()
 	cfg.Nodes = n
@@ -80,7 +80,7 @@ func startLab(t *testing.T, n int) *nodetest.Cluster {
 	key := make([]byte, 16)
 	rand.Read(key)
 	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{labRules, labProbes}, Lab: lab,
-		Args: []string{"-gossip-key", base64.StdEncoding.EncodeToString(key)}})
+		Args: append([]string{"-gossip-key", base64.StdEncoding.EncodeToString(key)}, args...)})
 	c.WaitAlive(c.Procs, n, 30*time.Second)
 	return c
 }
