@@ -36,7 +36,7 @@ type Asked struct {
 	ID uint64
 	// RunnerUp is true when the key's coordinator was passed over for
 	// missing its asks (Config.FailoverMisses, FailoverSilence) and Out.To
-	// is the next member in rendezvous order.
+	// is the next member on the ring.
 	RunnerUp bool
 	Out      Outbound
 }
@@ -50,7 +50,7 @@ type pendingAsk struct {
 
 // Ask starts the check of ask at now, which counter.PrepareAsk filled for
 // a check the counter left to the key's coordinator (results has one
-// place per limit). The coordinator is the key's rendezvous winner among
+// place per limit). The coordinator is the key's node on the ring (CoordinatorOf) among
 // this node and its up peers that have not missed their asks (see
 // Coordinator). When that is this node, it decides at once, as the
 // coordinator of its own check. Otherwise it sets ask.Settled and returns
@@ -145,7 +145,7 @@ func (e *Engine) Pending() int {
 }
 
 // Coordinator returns the node this engine asks about key at now: the
-// key's rendezvous winner (CoordinatorOf) over this node and its up peers,
+// key's node on the ring (CoordinatorOf) of this node and its up peers,
 // passing over a peer that missed its asks (failed over, see
 // Config.FailoverMisses) until it is heard from again. Nodes that see the
 // same members and the same misses agree. It is this node when every peer

@@ -20,22 +20,33 @@
 //     the Unix epoch (Engine.NextTick; HS5: 200 ms), the same instants on
 //     every node: the per-node budget's bound assumes it. There is one
 //     sync interval, the counter's (counter.ClusterConfig), read at every
-//     call. Each tick sends the changes since the previous one to every
-//     up peer, directly, not through memberlist's broadcast queue: that
-//     queue piggybacks on gossip and carries a few KB/s per node at 8
-//     nodes, about 80 times less than the design load needs (roughly
-//     1,000 changed clients per node per tick).
+//     call. Each tick sends the changes since the previous one directly,
+//     not through memberlist's broadcast queue: that queue piggybacks on
+//     gossip and carries a few KB/s per node at 8 nodes, about 80 times
+//     less than the design load needs (roughly 1,000 changed clients per
+//     node per tick).
+//   - Where a change goes depends on its limit (counter.Counter.Routed,
+//     read at every tick). A broadcast limit's changes go to every up
+//     peer: each node then holds the cluster's count of every key, which
+//     its blind share needs. A routed limit's go to the key's coordinator
+//     alone (Routing, below), or, for a key this node coordinates, to the
+//     next node in the key's order, which keeps them for a takeover; so a
+//     node's sync cost follows its own checks, not the cluster's, and the
+//     coordinator alone holds the key's count.
 //   - Anti-entropy is scheduled in ticks: the tick of every
 //     ceil(AntiEntropyInterval / SyncInterval)-th slot (1 s: every fifth),
 //     or the first tick after it if that one was skipped. It re-sends this
 //     node's slices of the keys whose window is at least half full, where
 //     a lost datagram could change a decision, so such a loss is healed
-//     within that interval; with no such key it sends an empty message, a
-//     heartbeat that keeps the peers' view of it (last message age, clock
-//     offset, suspicion) current.
+//     within that interval, and every routed change of the interval again
+//     (a routed key's count here is only this node's part, too small to
+//     judge it hot by); a peer that gets none of it gets an empty message,
+//     a heartbeat that keeps its view of this node (last message age,
+//     clock offset, suspicion) current.
 //   - A peer that joins, or comes back after being declared dead
-//     (PeerUp), is sent all of this node's live slices and the ones it had
-//     sent us itself (catch-up, over a stream). Each process also greets
+//     (PeerUp), is sent this node's live slices that it should hold (of
+//     broadcast limits all, of routed ones those of the keys routed to it)
+//     and the ones it had sent us itself (catch-up, over a stream). Each process also greets
 //     every peer once with a hello, which the peer answers with the same
 //     state: so a node that restarts under its name learns back the counts
 //     it had sent before it died, even when the cluster had not noticed it
@@ -63,12 +74,54 @@
 //     node count (counter.SetNodes) and report a change through
 //     Config.OnNodesChanged.
 //
+// # Routing
+//
+// A limit is routed when no node may admit any of it without asking its
+// coordinator (its blind share is 0; counter.ClusterConfig.Routing says
+// when, RouteAuto by default: on more than MeshNodes nodes). Then no node
+// but the coordinator ever needs the others' counts of its keys: a node
+// denies on its own count only when that alone is full, and asks
+// otherwise; the coordinator decides on the merged count of every node's
+// changes, which reach it within a tick, as they reached it before. So the
+// coordinated bound, L + Λ + N·T with b = 0 (package counter), holds as
+// it did with every change broadcast (the property tests run both ways).
+// A non-coordinator's count of a routed key is its own part only: the
+// admin listener's GET shows the whole count on the coordinator it names.
+//
+//   - Where: view.dest, the node Ask would ask (the coordinator, or its
+//     runner-up while it is failed over), or, for a key this node
+//     coordinates, the next one (a backup of this node's own admissions,
+//     which no other node holds).
+//   - Moves: when the view changes (a member joins or leaves, a
+//     coordinator is failed over or heard again), the next tick sends
+//     this node's live slices of every routed key whose destination
+//     changed to its new one: about 1/N of the keys on a membership
+//     change. The new coordinator then holds what every live node
+//     admitted, and its backup's copy of the old coordinator's own; what
+//     it receives twice is merged by max, never added.
+//   - An ask of a routed key that reaches a node other than the key's
+//     coordinator in that node's view (the asker failed the coordinator
+//     over, this node did not: a cut one way) is passed on to the
+//     coordinator when this node heard from it within two sync intervals;
+//     the coordinator answers the asker directly, so only one node grants
+//     the key. Otherwise this node decides it, as a runner-up does.
+//   - The budget, for the checks no answer came for in time, cannot share
+//     a room no node but the coordinator knows: of a routed limit it keeps
+//     to its floor (counter.BoundOf's Fallback).
+//
+// What routing gives up is measured in e2e/faults (docs/faults.md): with
+// every change broadcast, each node also judges a check against its own
+// complete count before it asks, which keeps a one-way cut with loss and a
+// coordinator's clock ahead within bounds that routing alone does not
+// (RouteAuto broadcasts up to MeshNodes nodes for that reason).
+//
 // # Coordination at the margin
 //
-// Every key has a coordinator: CoordinatorOf, rendezvous hashing of the
-// key over the names of this node and its up peers, the same on every
-// node that sees the same members, and a departure moves only the
-// departed node's keys. A check that the counter leaves to the
+// Every key has a coordinator: CoordinatorOf, consistent hashing of the
+// key on a ring of this node and its up peers (64 points each), the same
+// on every node that sees the same members; a departure moves only the
+// departed node's keys, each to the next node on the ring, and finding a
+// key's node is a binary search, whatever the cluster's size. A check that the counter leaves to the
 // coordinator (counter.Decision.Coordinate: past the node's blind share,
 // see package counter) is started with Ask, after counter.PrepareAsk:
 //
@@ -95,7 +148,7 @@
 // peer with Config.FailoverMisses (3) misses, or with one miss and nothing
 // heard for Config.FailoverSilence (1 s; a live peer sends at least a
 // heartbeat every AntiEntropyInterval), is failed over: Ask passes it by
-// and asks the key's next node in rendezvous order (Asked.RunnerUp), until
+// and asks the key's next node on the ring (Asked.RunnerUp), until
 // it is heard from again. So a coordinator that goes silent (stopped,
 // overloaded past its deadline, cut off) costs each asking node at most
 // three deadlines, plus the asks already in flight beside them, or one
@@ -273,6 +326,19 @@
 //     never acknowledged, so the asker names it among the nodes that did
 //     not confirm. During a rolling upgrade a reset reaches only the
 //     nodes of this release and later, and says which.
+//
+//   - Placement and routing: this release places keys on a ring
+//     (CoordinatorOf) where releases before it used rendezvous hashing,
+//     and sends a routed limit's changes to the coordinator alone. The
+//     bytes of every kind are unchanged, so nodes of both releases sync
+//     and ask each other, but while both run they disagree on most keys'
+//     coordinators: two coordinators grant those keys (the bound of
+//     "Two coordinators at once", package counter), and an older node
+//     that coordinates a routed key in its view is sent no changes of it
+//     by the newer nodes. Routing starts only on more than MeshNodes
+//     nodes, so a cluster of at most 24 nodes upgrades as before; a
+//     larger one should upgrade with -sync-routing never on the new
+//     nodes, and switch to auto once every node runs this release.
 //
 // Otherwise a receiver accepts only its own version and its known kinds: a
 // message of another version or an unknown kind is dropped whole and

@@ -169,7 +169,7 @@ type Config struct {
 	Members func(name string) bool
 	// FailoverMisses is how many asks in a row a key's coordinator may
 	// miss (no answer by the deadline: AskExpired) before this node asks
-	// the next member in rendezvous order instead, until the coordinator
+	// the next member on the ring instead, until the coordinator
 	// is heard from again (any message). Default 3: a lost datagram or
 	// two do not move a key, a silent node is passed over after three
 	// checks' deadlines.
