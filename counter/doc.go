@@ -189,6 +189,24 @@
 // nodes agree again (their next message to each other). NFR2 is not
 // touched: every denial is still by a count that never over-counts.
 //
+// # Routed limits
+//
+// ClusterConfig.Routing may route a limit (Counter.Routed): its changes
+// then go to its keys' coordinators alone (package cluster/engine), and a
+// node other than a key's coordinator counts of it only what it admitted
+// itself. A limit is routed only when it leaves each node no blind share
+// (RouteAuto, on more than MeshNodes nodes) or when blind shares are off
+// (RouteAlways), so no check is ever admitted on a node's own view of a
+// routed key but on a lease: the argument above holds with b = 0, and its
+// bound is L + Λ + N·T. A node still denies when its own count alone is
+// full (it never over-counts), and asks the coordinator otherwise, whose
+// count holds every node's changes within the grace as before. The budget
+// of a routed limit keeps to its floor f (withinBudget): with no node
+// knowing the count it assumes none of the room is free, so the nodes
+// deciding alone admit at most L + (N − 1)·max(1, f) + N·T over a count
+// the coordinator knew (BoundOf), and a client at its limit rate never
+// meets the floor.
+//
 // # Limits stated per call
 //
 // A limit whose max comes with each call (an Envoy override, a limit stated
