@@ -291,6 +291,7 @@
 // Mixed versions:
 //
 //   - Sync kinds: every version so far syncs counts with every other.
+//
 //   - Coordination, 2 and 3: a version 3 node decodes asks, answers and
 //     releases of version 2 and 3, and answers an ask in the ask's
 //     version; a version 2 ask wants no lease and gets none. A version 2
@@ -300,6 +301,7 @@
 //     misses the node fails the version 2 coordinator over (Failover) to
 //     the key's next node, until the version 2 node is heard from again
 //     (its next heartbeat). Leases exist only between version 3 nodes.
+//
 //   - Coordination, 3 and 4: version 4 adds the max an ask states per
 //     limit (counter.Ask.Max: a limit the caller stated, such as an Envoy
 //     override or /check's limit and window, which no registration
@@ -316,9 +318,11 @@
 //     and its misses fail it over as for version 2 above; between version
 //     4 nodes both bounds hold for them as for a rule's. A version 4
 //     node answers each ask in its version.
+//
 //   - Coordination, 1 and later: a version 1 node drops every
 //     coordination kind (unknown kinds), so the keys it coordinates get
 //     no answers, and it never asks, deciding alone with the budget.
+//
 //   - Resets: a node of a release before them drops every reset kind, as
 //     an unknown kind (a decode error, logged as a malformed message), and
 //     applies nothing: a reset of a key it coordinates is never answered,

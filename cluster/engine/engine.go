@@ -403,12 +403,12 @@ type Engine struct {
 	lastView view                       // where the previous tick routed
 	resend   []counter.Entry            // routed entries sent since the last anti-entropy
 
-	mu       sync.Mutex
-	peers    map[string]*peer
-	ring     *ring  // this node and its up peers; nil when membership changed since it was built
-	nodes    int    // up peers plus one, as last given to the counter
-	states   tokens // the MaxStateSends bucket
-	owed     int    // peers with stateDue
+	mu     sync.Mutex
+	peers  map[string]*peer
+	ring   *ring  // this node and its up peers; nil when membership changed since it was built
+	nodes  int    // up peers plus one, as last given to the counter
+	states tokens // the MaxStateSends bucket
+	owed   int    // peers with stateDue
 
 	askMu   sync.Mutex            // the asking side (ask.go)
 	askSeq  uint64                // the last ask id
