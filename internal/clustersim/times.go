@@ -48,6 +48,11 @@ func (t EngineTime) Sub(e0 EngineTime) EngineTime {
 	return EngineTime{Wall: t.Wall - e0.Wall, CPU: t.CPU - e0.CPU, CPUOK: t.CPUOK}
 }
 
+// add is t and u together.
+func (t EngineTime) add(u EngineTime) EngineTime {
+	return EngineTime{Wall: t.Wall + u.Wall, CPU: t.CPU + u.CPU, CPUOK: t.CPUOK || u.CPUOK}
+}
+
 // stopwatch measures one stretch of Engine calls; the zero value, which
 // startWatch returns without Config.Timed, measures nothing.
 type stopwatch struct {
