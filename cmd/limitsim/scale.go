@@ -27,7 +27,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	seconds := cfg.Duration.Seconds()
 	asJSON := false
 	fs.Var(&nodes, "nodes", fmt.Sprintf("comma-separated cluster `SIZES`, each between 2 and %d", clustersim.MaxNodes))
-	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (one node cut off for a while)")
+	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (node 0 silent for a while), partition (node 0 cut off, still serving)")
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
 	fs.IntVar(&cfg.KeysPerNode, "keys-per-node", cfg.KeysPerNode, "distinct keys are `K` x N")
 	fs.Float64Var(&cfg.Zipf, "zipf", cfg.Zipf, "exponent `S` (> 1) of the keys' Zipf popularity")
@@ -39,7 +39,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object a line instead of the table")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback] [--json]
+		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--workers W]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -55,8 +55,11 @@ For each cluster size N and scenario: R checks a second on each node
 behind a load balancer), each for a key drawn among K x N keys (HS1's
 200,000 per 8 nodes) by Zipf popularity (rank k with weight (1+k)^-S,
 seeded), under the one rule of HS3 (600 per 60 s, 12 slices), for S model
-seconds. In the fallback scenario node 0 is cut off both ways from
---cut-at for --cut-for: it decides alone and the others fail its keys over.
+seconds. In the fallback scenario node 0 goes silent from --cut-at for
+--cut-for, as a node that dies and comes back: cut off both ways, its
+requests going to the others, which fail its keys over. In the partition
+scenario (not run by default) it is cut off the same way but still takes
+its share of the requests and decides them alone, by the budget.
 
 It prints, per N and scenario (--json: one object a line, the fields in
 brackets): sync bytes and messages sent per node and model second, every

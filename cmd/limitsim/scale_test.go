@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -28,11 +29,11 @@ func TestScaleCommandLine(t *testing.T) {
 		{"bad scenario", []string{"scale", "--scenarios", "healthy,flood"}, exitUsage, "", `unknown scenario "flood"`},
 		{"cut past the end", []string{"scale", "--seconds", "10", "--cut-at", "8s", "--cut-for", "5s"}, exitUsage, "", "end within the run"},
 		{"cut ignored when healthy", []string{"scale", "--nodes", "2", "--scenarios", "healthy", "--seconds", "0.5", "--cut-at", "8s",
-			"--rate-per-node", "50", "--keys-per-node", "10"}, exitOK, "healthy      2", "limitsim scale: 2 nodes, healthy, done in"},
+			"--rate-per-node", "50", "--keys-per-node", "10"}, exitOK, "healthy       2", "limitsim scale: 2 nodes, healthy, done in"},
 		{"negative judge", []string{"scale", "--judge", "-1"}, exitUsage, "", "judged keys must not be negative"},
 		{"argument", []string{"scale", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 		{"small run", []string{"scale", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10", "--seconds", "2",
-			"--cut-at", "500ms", "--cut-for", "1s"}, exitOK, "fallback     3", "limitsim scale: 3 nodes, fallback, done in"},
+			"--cut-at", "500ms", "--cut-for", "1s"}, exitOK, "fallback      3", "limitsim scale: 3 nodes, fallback, done in"},
 
 		// The full mesh's study (issue 4), as before behind --mesh.
 		{"mesh help", []string{"scale", "--mesh", "-h"}, exitOK, "Usage: limitsim scale --mesh", ""},
@@ -86,4 +87,40 @@ func FuzzNodeList(f *testing.F) {
 			t.Fatalf("%q: %q then %q", s, l.String(), again.String())
 		}
 	})
+}
+
+// TestScaleJSON: --json prints one object a line, a row per cluster size
+// and scenario, with the fields scripts read.
+func TestScaleJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "", "scale", "--json", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10",
+		"--seconds", "2", "--cut-at", "500ms", "--cut-for", "1s")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	want := []struct {
+		nodes    float64
+		scenario string
+	}{{2, "healthy"}, {2, "fallback"}, {3, "healthy"}, {3, "fallback"}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d: %q", len(lines), len(want), stdout)
+	}
+	for i, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d %q: %v", i, line, err)
+		}
+		if m["nodes"] != want[i].nodes || m["scenario"] != want[i].scenario {
+			t.Errorf("line %d: nodes %v, scenario %v; want %v, %s", i, m["nodes"], m["scenario"], want[i].nodes, want[i].scenario)
+		}
+		for _, f := range []string{"sync_bytes_per_node_s", "sync_msgs_per_node_s", "engine_ns_per_check", "heap_bytes_per_node",
+			"network_wait_share", "worst_ratio", "false_rejections"} {
+			if _, ok := m[f].(float64); !ok {
+				t.Errorf("line %d: %q is %v, want a number", i, f, m[f])
+			}
+		}
+		if m["sync_bytes_per_node_s"].(float64) <= 0 || m["false_rejections"].(float64) != 0 {
+			t.Errorf("line %d: %s", i, line)
+		}
+	}
 }

@@ -18,10 +18,17 @@ type Scenario string
 const (
 	// Healthy: every message arrives.
 	Healthy Scenario = "healthy"
-	// Fallback: one node goes silent, cut off both ways, from CutAt for
-	// CutFor: it decides alone (the budget, as a fallback) and the others
-	// fail its keys over to the next coordinator.
+	// Fallback: one node (CutNode) goes silent from CutAt for CutFor, as
+	// a node that dies and comes back: cut off both ways, and the load
+	// balancer sends its requests to the others. The others' asks to it
+	// go unanswered, they decide those by the budget (fall back) and,
+	// after a few missed asks, fail its keys over to the next
+	// coordinator.
 	Fallback Scenario = "fallback"
+	// Partition: the same cut, but the node still takes its share of the
+	// requests and decides them alone, by the budget: a partition of one
+	// node, where each side counts alone.
+	Partition Scenario = "partition"
 )
 
 // Config is one limitsim scale run: every scenario on every cluster size.
@@ -57,7 +64,8 @@ type Config struct {
 	// rejection of a key outside them counts as a false rejection: it
 	// cannot be proved right.
 	Judged int
-	// CutAt and CutFor place the silence of the Fallback scenario.
+	// CutAt and CutFor place the cut of the Fallback and Partition
+	// scenarios.
 	CutAt, CutFor time.Duration
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
@@ -97,10 +105,10 @@ func (c Config) Validate() error {
 	for _, s := range c.Scenarios {
 		switch s {
 		case Healthy:
-		case Fallback:
+		case Fallback, Partition:
 			fallback = true
 		default:
-			bad("unknown scenario %q (healthy, fallback)", s)
+			bad("unknown scenario %q (healthy, fallback, partition)", s)
 		}
 	}
 	if c.RatePerNode < 1 || c.RatePerNode > 1_000_000 {

@@ -58,9 +58,10 @@ type Row struct {
 	WorstRatio float64 `json:"worst_ratio"`
 	WorstKey   string  `json:"worst_key"`
 	// BoundRatio is the healthy cluster's derived worst case over the
-	// limit (counter.Bound.WorstCase), in both scenarios: the issue asks
+	// limit (counter.Bound.WorstCase), in every scenario: the issue asks
 	// for its goal (1.1) also while a node falls back, and no bound of a
-	// failover is derived yet.
+	// failover is derived yet. A partition lets each side count alone,
+	// so it may pass it.
 	BoundRatio float64 `json:"bound_ratio"`
 	// FalseRejections counts the rejections of requests that fitted:
 	// fewer than the limit admitted in the window before, by the exact
@@ -114,8 +115,9 @@ const CutNode = 0
 
 // runOne is one scenario on n nodes: request i at floor(i*1000/R) ms, R =
 // RatePerNode x n, on node i mod n (round robin, as behind a load
-// balancer: each request of a key may reach any node), its key drawn by
-// the Zipf draw; every key's decisions on the judged ranks go to the
+// balancer: each request of a key may reach any node; while node 0 is
+// silent in the Fallback scenario, its requests go to the others), its key
+// drawn by the Zipf draw; the decisions of the judged ranks go to the
 // exact log.
 func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	wall := time.Now()
@@ -146,7 +148,7 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	rate := cfg.RatePerNode * int64(n)
 	durMs := cfg.Duration.Milliseconds()
 	cutAt, cutEnd := int64(-1), int64(-1)
-	if scenario == Fallback {
+	if scenario != Healthy {
 		cutAt, cutEnd = cfg.CutAt.Milliseconds(), (cfg.CutAt + cfg.CutFor).Milliseconds()
 	}
 	row := Row{Scenario: scenario, Nodes: n, Seconds: cfg.Duration.Seconds(), Keys: total, Zipf: cfg.Zipf, JudgedKeys: judged}
@@ -163,6 +165,10 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 			r := ks.next()
 			key := ks.name(r)
 			node := int(i % int64(n))
+			if node == CutNode && scenario == Fallback && t >= cutAt && t < cutEnd {
+				// The silent node's share goes to the others, evenly.
+				node = 1 + int(i/int64(n)%int64(n-1))
+			}
 			if err := sim.Check(t, key, node, 1, &d); err != nil {
 				return row, err
 			}
