@@ -96,9 +96,10 @@ type Config struct {
 	// does any result: only the wall-clock time.
 	Workers int
 	// Timed measures the time each node spends in its Engine's Tick and
-	// Receive (Node.Times): wall clock, and CPU time of the calling thread
-	// where the platform tells (ThreadCPU). The goroutines that call them
-	// stay on one OS thread for it.
+	// Receive, and on the asking side of its checks at the margin
+	// (Node.Times): wall clock, and CPU time of the calling thread where
+	// the platform tells (ThreadCPU). The goroutines that call them stay
+	// on one OS thread for it.
 	Timed bool
 	// EditEngine, if set, changes each node's engine configuration after
 	// engine.DefaultConfig (limiterd's for UDP).
