@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/internal/clustersim"
 )
 
@@ -74,6 +75,10 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
+
+	// editEngine, if set, changes the nodes' engine configuration
+	// (clustersim.Config.EditEngine): the tests turn failover off with it.
+	editEngine func(*engine.Config)
 }
 
 // DefaultConfig is the run: 8 to 1,000 nodes, 5,000 checks/s a

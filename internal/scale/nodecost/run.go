@@ -52,7 +52,8 @@ type Row struct {
 	FallbackShare float64 `json:"fallback_share"`
 	// FallbacksLive counts the fallbacks on the nodes that were not cut
 	// off: each passes a silent coordinator over after a few missed asks
-	// (engine.Config.FailoverMisses), so they stay few.
+	// (engine.Config.FailoverMisses), so they stay few beside the checks
+	// at the margin of the silent node's keys.
 	FallbacksLive int64 `json:"fallbacks_live"`
 	// WorstRatio is the most requests of one judged key admitted in any
 	// window-long interval, over the limit; WorstKey is that key.
@@ -107,7 +108,7 @@ func Run(cfg Config, progress func(r Row)) ([]Row, error) {
 // (limiterd's defaults, the coordinator on) on n nodes, timed.
 func SimConfig(cfg Config, n int) clustersim.Config {
 	sc := clustersim.DefaultConfig()
-	sc.Nodes, sc.Timed, sc.Workers = n, true, cfg.Workers
+	sc.Nodes, sc.Timed, sc.Workers, sc.EditEngine = n, true, cfg.Workers, cfg.editEngine
 	return sc
 }
 
