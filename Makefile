@@ -108,8 +108,8 @@ bench-sync: ## sync traffic of 3 and 8 in-process nodes at HS2 load; one node's 
 bench-sim: build ## limitsim: seed tables, cross-node burst, cluster scale, charts
 	$(BIN)/limitsim seed
 	$(BIN)/limitsim burst
-	$(BIN)/limitsim scale
-	$(BIN)/limitsim scale --rate-per-node 5000 --nodes 8,16,32
+	$(BIN)/limitsim scale --mesh
+	$(BIN)/limitsim scale --mesh --rate-per-node 5000 --nodes 8,16,32
 	$(BIN)/limitsim seed --plot docs/img >/dev/null
 
 bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8

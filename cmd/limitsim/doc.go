@@ -13,7 +13,8 @@
 //	                 [--coordinate=true|false] [--deadline D]]
 //	limitsim replay --rules FILE [--top N] [--decisions] [--trace FILE] [--nodes N ...]
 //	limitsim burst
-//	limitsim scale [--nodes 8,16,32,64,128] [--keys K] [--rate R | --rate-per-node R] [--seconds S]
+//	limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback] [--json] [--zipf S] [--seconds S]
+//	limitsim scale --mesh [--nodes 8,16,32,64,128] [--keys K] [--rate R | --rate-per-node R] [--seconds S]
 //	limitsim help [COMMAND]
 //
 // "limitsim -h" and "limitsim COMMAND -h" explain every flag. Help goes to
@@ -35,8 +36,10 @@
 //	        (internal/whatif; cmd/limitsim/testdata/whatif has an example)
 //	burst   the cross-node burst and the per-node budget (internal/burst;
 //	        docs/blind-interval.md reads the tables)
-//	scale   what the sync costs one node as the cluster grows
-//	        (internal/scale; docs/scaling.md reads the tables)
+//	scale   what one node costs as the cluster grows to 1,000 nodes,
+//	        the coordinator on (internal/scale/nodecost, issue 20); with
+//	        --mesh what the full mesh's sync costs one node on 8 to 128
+//	        nodes (internal/scale; docs/scaling.md reads its tables)
 //
 // The simulated cluster every cluster run uses is internal/clustersim:
 // limiterd's real counter, limiter, decision layer and cluster/engine

@@ -32,7 +32,7 @@ func commands() []command {
 		{"seed", "print the seed's window and distributed tables, with limiterd's rows added", runSeed},
 		{"replay", "replay a request trace through limiterd's counter on a simulated clock", runReplay},
 		{"burst", "evaluate the cross-node burst, the per-node budget and clock skew on a simulated cluster", runBurst},
-		{"scale", "measure what the sync costs one node on clusters of 8 to 128 simulated nodes", runScaleCmd},
+		{"scale", "measure what one node costs on clusters of 8 to 1,000 simulated nodes (--mesh: the full mesh, 8 to 128)", runScaleCmd},
 	}
 }
 

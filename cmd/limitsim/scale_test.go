@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -15,19 +16,40 @@ func TestScaleCommandLine(t *testing.T) {
 	}{
 		{"help", []string{"scale", "-h"}, exitOK, "Usage: limitsim scale", ""},
 		{"help command", []string{"help", "scale"}, exitOK, "--rate-per-node", ""},
+		{"help names the fields", []string{"scale", "-h"}, exitOK, "sync_bytes_per_node_s", ""},
 		{"listed", []string{"-h"}, exitOK, "  scale ", ""},
 		{"bad list", []string{"scale", "--nodes", "8,x"}, exitUsage, "", `"x" is not a cluster size`},
-		{"one node", []string{"scale", "--nodes", "1,8"}, exitUsage, "", "cluster sizes must be between 2 and 256, got 1"},
+		{"one node", []string{"scale", "--nodes", "1,8"}, exitUsage, "", "cluster sizes must be between 2 and 4096, got 1"},
+		{"too many nodes", []string{"scale", "--nodes", "8,5000"}, exitUsage, "", "cluster sizes must be between 2 and 4096, got 5000"},
 		{"empty list", []string{"scale", "--nodes", ""}, exitUsage, "", `"" is not a cluster size`},
-		{"no keys", []string{"scale", "--keys", "0"}, exitUsage, "", "keys must be between"},
-		{"no rate", []string{"scale", "--rate", "0"}, exitUsage, "", "rate must be between"},
-		{"negative per node", []string{"scale", "--rate-per-node", "-1"}, exitUsage, "", "rate per node must be between"},
-		{"both rates", []string{"scale", "--rate", "100", "--rate-per-node", "10"}, exitUsage, "", "not both"},
-		{"no seconds", []string{"scale", "--seconds", "0"}, exitUsage, "", "seconds must be between"},
-		{"odd warm-up", []string{"scale", "--warmup", "150ms"}, exitUsage, "", "multiple of the sync interval"},
-		{"big seed", []string{"scale", "--seed", "4294967296"}, exitUsage, "", "--seed must be at most 4294967295"},
+		{"no keys", []string{"scale", "--keys-per-node", "0"}, exitUsage, "", "keys per node must be between"},
+		{"no rate", []string{"scale", "--rate-per-node", "0"}, exitUsage, "", "rate per node must be between"},
+		{"flat zipf", []string{"scale", "--zipf", "1"}, exitUsage, "", "Zipf exponent must be above 1"},
+		{"no seconds", []string{"scale", "--seconds", "0"}, exitUsage, "", "--seconds must be above 0"},
+		{"bad scenario", []string{"scale", "--scenarios", "healthy,flood"}, exitUsage, "", `unknown scenario "flood"`},
+		{"cut past the end", []string{"scale", "--seconds", "10", "--cut-at", "8s", "--cut-for", "5s"}, exitUsage, "", "end within the run"},
+		{"cut ignored when healthy", []string{"scale", "--nodes", "2", "--scenarios", "healthy", "--seconds", "0.5", "--cut-at", "8s",
+			"--rate-per-node", "50", "--keys-per-node", "10"}, exitOK, "healthy       2", "limitsim scale: 2 nodes, healthy, done in"},
+		{"negative judge", []string{"scale", "--judge", "-1"}, exitUsage, "", "judged keys must not be negative"},
 		{"argument", []string{"scale", "extra"}, exitUsage, "", `unexpected argument "extra"`},
-		{"small run", []string{"scale", "--nodes", "2,3", "--keys", "100", "--rate", "50", "--seconds", "1", "--warmup", "1s"}, exitOK,
+		{"small run", []string{"scale", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10", "--seconds", "2",
+			"--cut-at", "500ms", "--cut-for", "1s"}, exitOK, "fallback      3", "limitsim scale: 3 nodes, fallback, done in"},
+
+		// The full mesh's study (issue 4), as before behind --mesh.
+		{"mesh help", []string{"scale", "--mesh", "-h"}, exitOK, "Usage: limitsim scale --mesh", ""},
+		{"mesh help command", []string{"help", "scale"}, exitOK, "--mesh", ""},
+		{"mesh bad list", []string{"scale", "--mesh", "--nodes", "8,x"}, exitUsage, "", `"x" is not a cluster size`},
+		{"mesh one node", []string{"scale", "--mesh", "--nodes", "1,8"}, exitUsage, "", "cluster sizes must be between 2 and 256, got 1"},
+		{"mesh empty list", []string{"scale", "--mesh", "--nodes", ""}, exitUsage, "", `"" is not a cluster size`},
+		{"mesh no keys", []string{"scale", "--mesh", "--keys", "0"}, exitUsage, "", "keys must be between"},
+		{"mesh no rate", []string{"scale", "--mesh", "--rate", "0"}, exitUsage, "", "rate must be between"},
+		{"mesh negative per node", []string{"scale", "--mesh", "--rate-per-node", "-1"}, exitUsage, "", "rate per node must be between"},
+		{"mesh both rates", []string{"scale", "--mesh", "--rate", "100", "--rate-per-node", "10"}, exitUsage, "", "not both"},
+		{"mesh no seconds", []string{"scale", "--mesh", "--seconds", "0"}, exitUsage, "", "seconds must be between"},
+		{"mesh odd warm-up", []string{"scale", "--mesh", "--warmup", "150ms"}, exitUsage, "", "multiple of the sync interval"},
+		{"mesh big seed", []string{"scale", "--mesh", "--seed", "4294967296"}, exitUsage, "", "--seed must be at most 4294967295"},
+		{"mesh argument", []string{"scale", "--mesh", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{"mesh small run", []string{"scale", "--mesh", "--nodes", "2,3", "--keys", "100", "--rate", "50", "--seconds", "1", "--warmup", "1s"}, exitOK,
 			"nodes  checks/s", "limitsim scale: 3 nodes done in"},
 	}
 	for _, tc := range tests {
@@ -65,4 +87,40 @@ func FuzzNodeList(f *testing.F) {
 			t.Fatalf("%q: %q then %q", s, l.String(), again.String())
 		}
 	})
+}
+
+// TestScaleJSON: --json prints one object a line, a row per cluster size
+// and scenario, with the fields scripts read.
+func TestScaleJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "", "scale", "--json", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10",
+		"--seconds", "2", "--cut-at", "500ms", "--cut-for", "1s")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	want := []struct {
+		nodes    float64
+		scenario string
+	}{{2, "healthy"}, {2, "fallback"}, {3, "healthy"}, {3, "fallback"}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d: %q", len(lines), len(want), stdout)
+	}
+	for i, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d %q: %v", i, line, err)
+		}
+		if m["nodes"] != want[i].nodes || m["scenario"] != want[i].scenario {
+			t.Errorf("line %d: nodes %v, scenario %v; want %v, %s", i, m["nodes"], m["scenario"], want[i].nodes, want[i].scenario)
+		}
+		for _, f := range []string{"sync_bytes_per_node_s", "sync_msgs_per_node_s", "engine_ns_per_check", "heap_bytes_per_node",
+			"network_wait_share", "worst_ratio", "false_rejections"} {
+			if _, ok := m[f].(float64); !ok {
+				t.Errorf("line %d: %q is %v, want a number", i, f, m[f])
+			}
+		}
+		if m["sync_bytes_per_node_s"].(float64) <= 0 || m["false_rejections"].(float64) != 0 {
+			t.Errorf("line %d: %s", i, line)
+		}
+	}
 }

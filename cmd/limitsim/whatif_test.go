@@ -204,7 +204,7 @@ func TestWhatifCommandLine(t *testing.T) {
 		{name: "limit with rules", args: []string{"replay", "--rules", rules, "--limit", "5"}, code: exitUsage, stderrHas: "--limit does not go with --rules"},
 		{name: "window with rules", args: []string{"replay", "--rules", rules, "--window", "5s"}, code: exitUsage, stderrHas: "--window does not go with --rules"},
 		{name: "negative top", args: []string{"replay", "--rules", rules, "--top", "-1"}, code: exitUsage, stderrHas: "--top must not be negative"},
-		{name: "too many nodes", args: []string{"replay", "--rules", rules, "--nodes", "300"}, code: exitUsage, stderrHas: "nodes must be between 1 and 256"},
+		{name: "too many nodes", args: []string{"replay", "--rules", rules, "--nodes", "5000"}, code: exitUsage, stderrHas: "nodes must be between 1 and 4096"},
 		{name: "sync without nodes", args: []string{"replay", "--rules", rules, "--sync", "1s"}, code: exitUsage, stderrHas: "--sync needs --nodes"},
 		{name: "missing rule file", args: []string{"replay", "--rules", filepath.Join(t.TempDir(), "none.yaml")}, code: exitRuntime, stderrHas: "none.yaml"},
 		{name: "invalid rule file", args: []string{"replay", "--rules", bad}, code: exitRuntime, stderrHas: "limiter: invalid rules"},

@@ -3,6 +3,7 @@ package clustersim
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -150,9 +151,16 @@ type Cluster struct {
 	lostGrant orphan
 	orphans   []orphan
 	stats     Stats
-	rng       *rand.Rand              // the network's randomness: loss and reordering
-	cut       func(from, to int) bool // a partition: nil, nothing cut
-	byName    map[string]int
+	// firstTick is the earliest nextTick of a ticking node, valid while
+	// firstTickOK: advance runs before every check, and scanning every
+	// node each time would make a check cost O(N) at 1,000 nodes. Any
+	// change that may raise it (a tick rescheduled, ticking stopped)
+	// clears firstTickOK; a change that lowers a node's tick lowers it.
+	firstTick   int64
+	firstTickOK bool
+	rng         *rand.Rand              // the network's randomness: loss and reordering
+	cut         func(from, to int) bool // a partition: nil, nothing cut
+	byName      map[string]int
 
 	// Buffers of one instant's batch (network.go).
 	due                []int
@@ -286,6 +294,7 @@ func (s *Cluster) Start(at int64) error {
 		n.ticking = true
 		s.schedule(n, at)
 	}
+	s.firstTickOK = false
 	return nil
 }
 
@@ -348,6 +357,9 @@ func (s *Cluster) Check(at int64, key string, node int, hits int64, d *limiter.D
 		// request).
 		n.changed = true
 		n.nextTick = min(n.nextTick, s.gridAtOrAfter(n, at+1))
+		if n.ticking {
+			s.firstTick = min(s.firstTick, n.nextTick)
+		}
 	}
 	return nil
 }
@@ -382,17 +394,12 @@ func (s *Cluster) schedule(n *Node, t int64) {
 // answered by another).
 func (s *Cluster) advance(t int64, drain bool) error {
 	for {
-		tn := -1 // the ticking node with the earliest tick
-		for i, n := range s.nodes {
-			if n.ticking && (tn < 0 || n.nextTick < s.nodes[tn].nextTick) {
-				tn = i
-			}
-		}
-		tickDue := tn >= 0 && (drain || s.nodes[tn].nextTick <= t)
+		tick, ticking := s.earliestTick()
+		tickDue := ticking && (drain || tick <= t)
 		delDue := len(s.queue) > 0 && (drain || s.queue[0].at <= t)
 		switch {
-		case tickDue && (!delDue || s.nodes[tn].nextTick <= s.queue[0].at):
-			if err := s.tickAt(s.nodes[tn].nextTick); err != nil {
+		case tickDue && (!delDue || tick <= s.queue[0].at):
+			if err := s.tickAt(tick); err != nil {
 				return err
 			}
 		case delDue:
@@ -403,6 +410,21 @@ func (s *Cluster) advance(t int64, drain bool) error {
 			return nil
 		}
 	}
+}
+
+// earliestTick returns the earliest tick of a ticking node, and whether
+// any node ticks.
+func (s *Cluster) earliestTick() (int64, bool) {
+	if !s.firstTickOK {
+		s.firstTick = math.MaxInt64
+		for _, n := range s.nodes {
+			if n.ticking {
+				s.firstTick = min(s.firstTick, n.nextTick)
+			}
+		}
+		s.firstTickOK = true
+	}
+	return s.firstTick, s.firstTick != math.MaxInt64
 }
 
 // Finish delivers everything still pending, so the traffic figures cover
@@ -419,6 +441,7 @@ func (s *Cluster) Finish() (Stats, error) {
 		}
 		n.ticking = false
 	}
+	s.firstTickOK = false
 	err := s.advance(0, true)
 	return s.stats, err
 }

@@ -12,6 +12,10 @@ import (
 // ErrInvalidConfig wraps every invalid simulation setting.
 var ErrInvalidConfig = errors.New("clustersim: invalid cluster simulation")
 
+// MaxNodes is the largest cluster New builds: limitsim scale runs 1,000
+// nodes (issue 20), and memberlist's membership reaches thousands.
+const MaxNodes = 4096
+
 // Config describes a simulated cluster: N nodes, each running limiterd's
 // real counter (in cluster mode), limiter, decision.Decider (the policy at
 // the margin: the key's coordinator decides, or the budget after the
@@ -21,7 +25,7 @@ var ErrInvalidConfig = errors.New("clustersim: invalid cluster simulation")
 // simulator owns only the network (latency, duplication, loss, reordering,
 // partitions) and the clocks.
 type Config struct {
-	// Nodes is the cluster's size, 1 to 256; node i is named "node-i".
+	// Nodes is the cluster's size, 1 to MaxNodes; node i is named "node-i".
 	Nodes int
 	// Limit, Window and Slices are the one rule every node enforces.
 	Limit  int64
@@ -92,9 +96,10 @@ type Config struct {
 	// does any result: only the wall-clock time.
 	Workers int
 	// Timed measures the time each node spends in its Engine's Tick and
-	// Receive (Node.Times): wall clock, and CPU time of the calling thread
-	// where the platform tells (ThreadCPU). The goroutines that call them
-	// stay on one OS thread for it.
+	// Receive, and on the asking side of its checks at the margin
+	// (Node.Times): wall clock, and CPU time of the calling thread where
+	// the platform tells (ThreadCPU). The goroutines that call them stay
+	// on one OS thread for it.
 	Timed bool
 	// Routing is counter.ClusterConfig.Routing: which keys' changes go to
 	// their coordinator alone (zero: RouteAuto, limiterd's default).
@@ -133,8 +138,8 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...))
 	}
-	if c.Nodes < 1 || c.Nodes > 256 {
-		bad("nodes must be between 1 and 256, got %d", c.Nodes)
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		bad("nodes must be between 1 and %d, got %d", MaxNodes, c.Nodes)
 	}
 	if c.Sync < time.Millisecond || c.Sync%time.Millisecond != 0 {
 		bad("sync interval must be a whole number of milliseconds, at least 1ms, got %v", c.Sync)

@@ -3,6 +3,7 @@ package clustersim
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster"
@@ -40,6 +41,16 @@ type coordinator struct {
 // Coordinate puts ask to the key's coordinator (decision.Coordinator).
 func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.Ask, results []counter.Result) (allowed, counted bool, err error) {
 	s, n := sc.s, sc.s.nodes[sc.j]
+	if s.cfg.Timed {
+		// One watch over the whole ask (Times.Ask), on one OS thread so
+		// that its CPU time measures it: the engine calls, and the
+		// simulator's bookkeeping between them (the loss draws, queueing a
+		// release), small beside them.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		w := s.startWatch()
+		defer w.stop(&n.times.Ask)
+	}
 	asked, err := n.eng.Ask(t, ask, results)
 	switch {
 	case asked.Local:

@@ -84,6 +84,7 @@ func (s *Cluster) tickAt(at int64) error {
 		n.out = nil
 		s.schedule(n, at+1)
 	}
+	s.firstTickOK = false
 	return nil
 }
 

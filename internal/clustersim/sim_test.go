@@ -110,7 +110,7 @@ func TestConfigValidate(t *testing.T) {
 		edit func(*Config)
 	}{
 		{"no nodes", func(sc *Config) { sc.Nodes = 0 }},
-		{"too many nodes", func(sc *Config) { sc.Nodes = 257 }},
+		{"too many nodes", func(sc *Config) { sc.Nodes = MaxNodes + 1 }},
 		{"zero sync", func(sc *Config) { sc.Sync = 0 }},
 		{"fractional sync", func(sc *Config) { sc.Sync = 1500 * time.Microsecond }},
 		{"negative latency", func(sc *Config) { sc.Latency = -time.Millisecond }},

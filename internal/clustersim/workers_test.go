@@ -70,6 +70,14 @@ func TestWorkersChangeNothing(t *testing.T) {
 							t.Errorf("node %d: Engine times %+v not measured", i, tm)
 						}
 					}
+					// The asking side is timed whenever a check asked.
+					var ask EngineTime
+					for i := range s.Len() {
+						ask = ask.add(s.Node(i).Times().Ask)
+					}
+					if asked := runs[k].stats.Asks + runs[k].stats.SelfCoordinated; (asked > 0) != (ask.Wall > 0) {
+						t.Errorf("%d asks and self-coordinated checks, %d ns timed on the asking side", asked, ask.Wall)
+					}
 				}
 			}
 			for i := range runs[0].allowed {

@@ -13,7 +13,7 @@ import (
 // ErrInvalidConfig wraps every invalid scale setting.
 var ErrInvalidConfig = errors.New("scale: invalid scale run")
 
-// Config is what limitsim scale runs.
+// Config is what limitsim scale --mesh runs.
 type Config struct {
 	Nodes []int // cluster sizes, one run each, 2 to 256
 	Keys  int   // distinct keys of the background load (HS1)
@@ -28,7 +28,7 @@ type Config struct {
 	Cost bool
 }
 
-// DefaultConfig is limitsim scale without flags: HS1 and HS2 on 8 to 128
+// DefaultConfig is limitsim scale --mesh without flags: HS1 and HS2 on 8 to 128
 // nodes, a window of warm-up, then 10 s measured.
 func DefaultConfig() Config {
 	return Config{

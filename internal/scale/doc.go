@@ -3,7 +3,10 @@
 // a rate per node) on simulated clusters of 8 to 128 nodes (package
 // internal/clustersim) running limiterd's real counter, limiter, decision
 // layer and Engine, with every message's real encoded size. limitsim scale
-// prints its tables (Write); docs/scaling.md reads the numbers.
+// --mesh prints its tables (Write); docs/scaling.md reads the numbers.
+// Package internal/scale/nodecost is the study of issue 20, which plain
+// limitsim scale runs: a node's cost up to 1,000 nodes, the coordinator
+// on.
 //
 // Per cluster size (Run) it reports, per node, the sync messages and bytes
 // sent and received, the entries merged, node 0's state, live heap and

@@ -11,7 +11,7 @@ import (
 	"github.com/limiterd/limiterd/limiter"
 )
 
-// load is one cluster size of limitsim scale: N nodes of the simulated
+// load is one cluster size of limitsim scale --mesh: N nodes of the simulated
 // cluster (package internal/clustersim: limiterd's real counter in
 // cluster mode, counter.DefaultClusterConfig without the coordinator,
 // limiter, decision layer and engine.Engine with engine.DefaultConfig,

@@ -12,7 +12,7 @@ import (
 	"github.com/limiterd/limiterd/internal/seedstudy"
 )
 
-// quickScaleConfig is a small limitsim scale: 2,000 keys at 400 checks/s
+// quickScaleConfig is a small limitsim scale --mesh: 2,000 keys at 400 checks/s
 // (the HS1/HS2 traffic per key, 12 a minute) on 2, 3 and 4 nodes, a full
 // window of warm-up and 2 s measured. It runs in every test mode.
 func quickScaleConfig() Config {

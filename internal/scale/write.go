@@ -19,7 +19,7 @@ func (r Row) perNodeSec(total int64, n int) float64 {
 // msPerSec is ns spent over the measurement as ms per model second.
 func (r Row) msPerSec(ns int64) float64 { return float64(ns) / 1e6 / float64(r.Seconds) }
 
-// Write prints the tables of limitsim scale. Without cfg.Cost the
+// Write prints the tables of limitsim scale --mesh. Without cfg.Cost the
 // machine-dependent columns print "-".
 func Write(w io.Writer, cfg Config, rows []Row) error {
 	bw := bufio.NewWriter(w)

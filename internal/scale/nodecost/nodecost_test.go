@@ -1,0 +1,281 @@
+package nodecost
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/internal/clustersim"
+)
+
+// quick is a small run: the hottest keys pass their limit within a
+// second, the race detector runs it in seconds.
+func quick(nodes ...int) Config {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Scenarios = nodes, []Scenario{Healthy}
+	cfg.RatePerNode, cfg.KeysPerNode, cfg.Duration = 500, 2500, 3*time.Second
+	cfg.CutAt, cfg.CutFor = 0, 2500*time.Millisecond
+	return cfg
+}
+
+// machineFree is r without the figures that depend on the machine.
+func machineFree(r Row) Row {
+	r.EngineNsPerCheck, r.HeapBytesPerNode, r.WallS = 0, 0, 0
+	return r
+}
+
+func TestZipfDraw(t *testing.T) {
+	draw := func(seed uint64, n int) []int {
+		k := newKeys(1000, 1.2, seed, 10)
+		out := make([]int, n)
+		for i := range out {
+			out[i] = k.next()
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		a, b      uint64
+		wantEqual bool
+	}{
+		{"same seed", 7, 7, true},
+		{"other seed", 7, 8, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := draw(tc.a, 2000), draw(tc.b, 2000)
+			if equal := slicesEqual(a, b); equal != tc.wantEqual {
+				t.Errorf("draws with seeds %d and %d equal: %t, want %t", tc.a, tc.b, equal, tc.wantEqual)
+			}
+		})
+	}
+	// The draw follows the mass: rank 0's share of 100,000 draws is
+	// within 5 % of its probability, every rank in range.
+	const n = 100_000
+	counts := make([]int, 1000)
+	for _, r := range draw(1, n) {
+		if r < 0 || r >= len(counts) {
+			t.Fatalf("rank %d out of [0, %d)", r, len(counts))
+		}
+		counts[r]++
+	}
+	p := zipfMass(1000, 1.2, 2)
+	for r := range p {
+		if got := float64(counts[r]) / n; math.Abs(got-p[r]) > 0.05*p[r] {
+			t.Errorf("rank %d drawn %.4f of the time, its mass is %.4f", r, got, p[r])
+		}
+	}
+	k := newKeys(1000, 1.2, 1, 10)
+	if k.name(3) != "client-1000000003" || k.name(999) != "client-1000000999" || len(k.name(0)) != 17 {
+		t.Errorf("key names %q %q", k.name(3), k.name(999))
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestJudgedRanks: the derived judged ranks are exactly those expected at
+// a quarter of the limit in a window.
+func TestJudgedRanks(t *testing.T) {
+	for _, n := range []int{4, 8, 64} {
+		cfg := DefaultConfig()
+		sc := clustersim.DefaultConfig()
+		j := judgedRanks(cfg, n, sc.Limit, sc.Window.Seconds())
+		p := zipfMass(cfg.KeysPerNode*n, cfg.Zipf, j+1)
+		expect := func(r int) float64 { return p[r] * float64(cfg.RatePerNode) * float64(n) * sc.Window.Seconds() }
+		if j < 1 || expect(j-1) < float64(sc.Limit)/4 || expect(j) >= float64(sc.Limit)/4 {
+			t.Errorf("%d nodes: %d judged; rank %d expects %.1f, rank %d %.1f, threshold %d", n, j, j-1, expect(j-1), j, expect(j), sc.Limit/4)
+		}
+		cfg.Judged = 200
+		if got := judgedRanks(cfg, n, sc.Limit, sc.Window.Seconds()); got != 200 {
+			t.Errorf("%d nodes, 200 asked: %d judged", n, got)
+		}
+	}
+}
+
+// TestAccuracySmallClusters: on a healthy cluster of 4 and 8 nodes the
+// hottest keys pass their limit, no request that fitted is rejected and
+// no key gets more than the derived bound into a window.
+func TestAccuracySmallClusters(t *testing.T) {
+	rows, err := Run(quick(4, 8), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Rejections == 0 || r.WorstRatio < 1 {
+			t.Errorf("%d nodes: %d rejections, worst ratio %.3f: the hottest keys should pass their limit", r.Nodes, r.Rejections, r.WorstRatio)
+		}
+		if r.FalseRejections != 0 || r.UnjudgedRejections != 0 {
+			t.Errorf("%d nodes: %d false rejections (%d of keys not judged)", r.Nodes, r.FalseRejections, r.UnjudgedRejections)
+		}
+		sc := SimConfig(quick(), r.Nodes)
+		if bound := float64(sc.Bound().WorstCase) / float64(sc.Limit); r.WorstRatio > bound || r.BoundRatio != bound {
+			t.Errorf("%d nodes: worst ratio %.3f, bound %.3f (row says %.3f)", r.Nodes, r.WorstRatio, bound, r.BoundRatio)
+		}
+		if r.Checks != 500*int64(r.Nodes)*3 || r.Keys != 2500*r.Nodes {
+			t.Errorf("%d nodes: %d checks over %d keys", r.Nodes, r.Checks, r.Keys)
+		}
+		if r.FallbackShare != 0 || r.FallbacksLive != 0 {
+			t.Errorf("%d nodes: healthy, yet %.4f of the checks fell back", r.Nodes, r.FallbackShare)
+		}
+		// Past their blind share, checks ask the coordinator: some on
+		// another node, not all (a node coordinates some keys itself).
+		if r.NetworkWaitShare <= 0 || r.NetworkWaitShare >= 1 {
+			t.Errorf("%d nodes: network wait share %.4f", r.Nodes, r.NetworkWaitShare)
+		}
+		if r.SyncBytesPerNodeS <= r.CoordBytesPerNodeS || r.CoordBytesPerNodeS <= 0 || r.SyncMsgsPerNodeS <= 0 {
+			t.Errorf("%d nodes: sync %.0f B/s (coordination %.0f), %.0f msgs/s", r.Nodes, r.SyncBytesPerNodeS, r.CoordBytesPerNodeS, r.SyncMsgsPerNodeS)
+		}
+		if r.EngineNsPerCheck <= 0 || r.HeapBytesPerNode <= 0 || r.PairsPerNode <= 0 || r.Untracked != 0 {
+			t.Errorf("%d nodes: engine %.0f ns/check, heap %.0f B/node, %.0f pairs/node, %d untracked", r.Nodes, r.EngineNsPerCheck, r.HeapBytesPerNode, r.PairsPerNode, r.Untracked)
+		}
+	}
+}
+
+// TestFallbackFailsOver: with node 0 silent from the start, the other
+// nodes ask it for its keys at the margin, miss, fall back and pass it
+// over: fewer fallbacks than with failover turned off, and the bound and
+// the exactness hold meanwhile. With node 0 cut off but serving (a
+// partition of one), its own checks at the margin fall back for the whole
+// cut. The runs are deterministic.
+//
+// Few checks ask a coordinator at all (most are decided within the blind
+// share, or rejected on the merged count), so the asks to one node in a
+// few seconds are few and failover saves only some of them.
+func TestFallbackFailsOver(t *testing.T) {
+	cfg := quick(4)
+	cfg.Scenarios = []Scenario{Fallback, Partition, Healthy}
+	var runs [2][]Row
+	for k := range runs {
+		rows, err := Run(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[k] = rows
+	}
+	for i := range runs[0] {
+		if a, b := machineFree(runs[0][i]), machineFree(runs[1][i]); a != b {
+			t.Errorf("the same run twice:\n%+v\n%+v", a, b)
+		}
+	}
+	fb, part, healthy := runs[0][0], runs[0][1], runs[0][2]
+	if fb.Scenario != Fallback || part.Scenario != Partition || healthy.Scenario != Healthy {
+		t.Fatalf("scenarios %s, %s, %s", fb.Scenario, part.Scenario, healthy.Scenario)
+	}
+	// Without failover the live nodes ask the silent node for its keys
+	// until the cut ends.
+	never := cfg
+	never.Scenarios = []Scenario{Fallback}
+	never.editEngine = func(c *engine.Config) { c.FailoverMisses, c.FailoverSilence = math.MaxInt32, time.Hour }
+	rows, err := Run(never, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := rows[0]
+	if fb.FallbacksLive <= 0 || fb.FallbacksLive >= stuck.FallbacksLive || fb.FallbackShare != float64(fb.FallbacksLive)/float64(fb.Checks) {
+		t.Errorf("fallback: %d fallbacks on the live nodes (%.5f of the checks), %d without failover",
+			fb.FallbacksLive, fb.FallbackShare, stuck.FallbacksLive)
+	}
+	if fb.WorstRatio < 1 || fb.WorstRatio > fb.BoundRatio || fb.BoundRatio != healthy.BoundRatio || fb.FalseRejections != 0 {
+		t.Errorf("fallback: worst ratio %.3f, bound %.3f (healthy %.3f), %d false rejections", fb.WorstRatio, fb.BoundRatio, healthy.BoundRatio, fb.FalseRejections)
+	}
+	// The partitioned node keeps deciding its share alone, by the budget:
+	// many more fallbacks than the silent node's peers make.
+	if part.FallbackShare <= 10*fb.FallbackShare {
+		t.Errorf("partition: %.5f of the checks fell back (fallback: %.5f)", part.FallbackShare, fb.FallbackShare)
+	}
+}
+
+// TestWriteJSON: one object a line, with the fields scripts read, as
+// numbers.
+func TestWriteJSON(t *testing.T) {
+	rows := []Row{{Scenario: Healthy, Nodes: 8, SyncBytesPerNodeS: 1.5, WorstRatio: 1.05}, {Scenario: Fallback, Nodes: 64}}
+	var out bytes.Buffer
+	if err := WriteJSON(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(rows) {
+		t.Fatalf("%d lines for %d rows: %q", len(lines), len(rows), out.String())
+	}
+	for i, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d %q: %v", i, line, err)
+		}
+		for _, f := range []string{"nodes", "sync_bytes_per_node_s", "sync_msgs_per_node_s", "engine_ns_per_check",
+			"heap_bytes_per_node", "network_wait_share", "worst_ratio", "false_rejections"} {
+			if _, ok := m[f].(float64); !ok {
+				t.Errorf("line %d: field %q is %v, want a number", i, f, m[f])
+			}
+		}
+		if m["scenario"] != string(rows[i].Scenario) || m["nodes"] != float64(rows[i].Nodes) {
+			t.Errorf("line %d: %v", i, m)
+		}
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, DefaultConfig(), rows); err != nil || !strings.Contains(table.String(), "fallback     64") {
+		t.Errorf("table %q, %v", table.String(), err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"default", func(*Config) {}, ""},
+		{"no sizes", func(c *Config) { c.Nodes = nil }, "no cluster size"},
+		{"one node", func(c *Config) { c.Nodes = []int{1} }, "between 2 and 4096"},
+		{"too many", func(c *Config) { c.Nodes = []int{8, clustersim.MaxNodes + 1} }, "between 2 and 4096"},
+		{"no scenario", func(c *Config) { c.Scenarios = nil }, "no scenario"},
+		{"unknown scenario", func(c *Config) { c.Scenarios = []Scenario{"flood"} }, `unknown scenario "flood"`},
+		{"partition", func(c *Config) { c.Scenarios = []Scenario{Partition} }, ""},
+		{"no rate", func(c *Config) { c.RatePerNode = 0 }, "rate per node"},
+		{"no keys", func(c *Config) { c.KeysPerNode = 0 }, "keys per node"},
+		{"flat zipf", func(c *Config) { c.Zipf = 1 }, "Zipf exponent"},
+		{"short", func(c *Config) { c.Duration = 0 }, "duration"},
+		{"fractional", func(c *Config) { c.Duration = 1500 * time.Microsecond }, "duration"},
+		{"judge", func(c *Config) { c.Judged = -1 }, "judged"},
+		{"cut late", func(c *Config) { c.CutAt = 58 * time.Second }, "end within the run"},
+		{"cut late, healthy only", func(c *Config) { c.CutAt, c.Scenarios = 58*time.Second, []Scenario{Healthy} }, ""},
+		{"workers", func(c *Config) { c.Workers = -1 }, "workers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("unexpected %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrInvalidConfig with %q", err, tc.want)
+			}
+		})
+	}
+	// Every problem is reported.
+	c := DefaultConfig()
+	c.RatePerNode, c.Zipf = 0, 0.5
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rate per node") || !strings.Contains(err.Error(), "Zipf") {
+		t.Errorf("two problems: %v", err)
+	}
+}
