@@ -112,24 +112,39 @@ func (cs *clusterState) routed(max, tolPPM int64) bool {
 
 // Routed returns the identities (Entry.Limit) of the registered limits
 // whose changes go to their keys' coordinators alone, with the settings in
-// force (ClusterConfig.Routing); nil when none is. The cluster engine
-// reads it at each tick: it changes with the number of nodes.
+// force (ClusterConfig.Routing); nil when none is. It changes with the
+// number of nodes and the registrations, and is cached between changes:
+// the cluster engine reads it at every tick and every ask. The map is
+// shared: callers must not modify it.
 func (c *Counter) Routed() map[string]bool {
 	cs := c.cluster.Load()
 	if !cs.coordinated() || cs.Routing == RouteNever {
 		return nil
 	}
+	gen := c.regGen.Load()
+	if r := c.routed.Load(); r != nil && r.cs == cs && r.gen == gen {
+		return r.set
+	}
 	ids, maxes, _ := c.snapshotNames()
-	var out map[string]bool
+	var set map[string]bool
 	for i, id := range ids {
 		if cs.routed(maxes[i], c.tolPPM) {
-			if out == nil {
-				out = make(map[string]bool)
+			if set == nil {
+				set = make(map[string]bool)
 			}
-			out[id] = true
+			set[id] = true
 		}
 	}
-	return out
+	c.routed.Store(&routedSet{cs: cs, gen: gen, set: set})
+	return set
+}
+
+// routedSet is Routed's answer for one cluster state and registry
+// generation.
+type routedSet struct {
+	cs  *clusterState
+	gen uint64
+	set map[string]bool
 }
 
 // grantTTLMs is how long a coordinator counts a grant that the merged

@@ -30,6 +30,8 @@ type Counter struct {
 	merges sync.Pool // *mergeWork, reused by Merge
 
 	cluster atomic.Pointer[clusterState] // nil: single node
+	regGen  atomic.Uint64                // registrations and max changes so far: Routed's cache key
+	routed  atomic.Pointer[routedSet]    // Routed's last answer
 	tickNo  atomic.Uint32                // AppendChanges calls: numbers the sync intervals
 	tickAt  atomic.Int64                 // unix ms of the last AppendChanges
 }

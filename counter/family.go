@@ -112,8 +112,9 @@ func checkLimit(max int64, window time.Duration, slices int) error {
 // takes max.
 func (c *Counter) register(id string, max, windowMs int64, slices int, fam *family) (uint16, error) {
 	if slot, ok := c.slots[id]; ok {
-		if fam == nil {
+		if fam == nil && c.infos[slot].max != max {
 			c.infos[slot].max = max
+			c.regGen.Add(1)
 		}
 		return slot, nil
 	}
@@ -131,6 +132,7 @@ func (c *Counter) register(id string, max, windowMs int64, slices int, fam *fami
 	id = strings.Clone(id) // the caller's may alias a message
 	c.slots[id] = slot
 	c.infos = append(c.infos, limitInfo{id: id, windowMs: windowMs, sliceMs: windowMs / int64(slices), max: max, family: fam != nil})
+	c.regGen.Add(1)
 	return slot, nil
 }
 

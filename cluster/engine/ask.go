@@ -161,11 +161,12 @@ func (e *Engine) coordinator(now time.Time, key string) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := e.ringLocked()
-	best, top := e.cfg.Self, ""
+	top := r.first(key)
+	if p := e.peers[top]; top == e.cfg.Self || p != nil && !e.failedOver(p, now) {
+		return top, false // the common case: no walk
+	}
+	best := e.cfg.Self
 	r.walk(key, func(name string) bool {
-		if top == "" {
-			top = name
-		}
 		if name == e.cfg.Self {
 			return false // never failed over: this node can always decide alone
 		}
@@ -175,7 +176,7 @@ func (e *Engine) coordinator(now time.Time, key string) (string, bool) {
 		}
 		return true
 	})
-	return best, top != "" && top != best
+	return best, true
 }
 
 // ringLocked returns the ring of this node and its up peers, rebuilt if

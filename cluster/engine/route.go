@@ -27,6 +27,9 @@ func (v view) same(o view) bool {
 // key's coordinator, so that it can take the key over with this node's
 // counts if this node dies. "" when there is none (this node alone).
 func (v view) dest(self, key string) string {
+	if first := v.ring.first(key); first != self && !slices.Contains(v.failed, first) {
+		return first // the common case: no walk
+	}
 	out := ""
 	v.ring.walk(key, func(name string) bool {
 		if name == self || slices.Contains(v.failed, name) {
