@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +28,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	nodes := nodeList(cfg.Nodes)
 	scenarios := scenarioList(cfg.Scenarios)
 	seconds := cfg.Duration.Seconds()
-	asJSON := false
+	asJSON, from, svgOut := false, "", ""
 	fs.Var(&nodes, "nodes", fmt.Sprintf("comma-separated cluster `SIZES`, each between 2 and %d", clustersim.MaxNodes))
 	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (node 0 silent for a while), partition (node 0 cut off, still serving)")
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
@@ -38,10 +41,13 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` node 0 stays cut off")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object a line instead of the table")
+	fs.StringVar(&from, "from", "", "read the rows from `FILE`, lines printed by --json (several runs may be concatenated), instead of running")
+	fs.StringVar(&svgOut, "svg", "", "also write a chart of each scenario's costs over the smallest cluster's to `FILE` (one file per scenario: FILE with the scenario's name before its extension when there are several)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--workers W]
+                     [--from FILE.jsonl] [--svg FILE.svg]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
 
 Measures what one node costs as the cluster grows from 8 to 1,000 nodes,
@@ -93,10 +99,19 @@ Flags:
 	if err := cfg.Validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
-	// Progress goes to standard error: a run takes minutes.
-	rows, err := nodecost.Run(cfg, func(r nodecost.Row) {
-		fmt.Fprintf(stderr, "limitsim scale: %d nodes, %s, done in %.1f s\n", r.Nodes, r.Scenario, r.WallS)
-	})
+	var rows []nodecost.Row
+	var err error
+	if from != "" {
+		rows, err = readRows(from)
+	} else {
+		// Progress goes to standard error: a run takes minutes.
+		rows, err = nodecost.Run(cfg, func(r nodecost.Row) {
+			fmt.Fprintf(stderr, "limitsim scale: %d nodes, %s, done in %.1f s\n", r.Nodes, r.Scenario, r.WallS)
+		})
+	}
+	if err == nil && svgOut != "" {
+		err = writeCharts(svgOut, rows)
+	}
 	if err == nil {
 		if asJSON {
 			err = nodecost.WriteJSON(stdout, rows)
@@ -109,6 +124,43 @@ Flags:
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// readRows reads --from's file.
+func readRows(path string) ([]nodecost.Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return nodecost.ReadJSON(f)
+}
+
+// writeCharts writes one chart per scenario of rows (nodecost.Chart) to
+// path, or, with several scenarios, to path with the scenario's name
+// before its extension.
+func writeCharts(path string, rows []nodecost.Row) error {
+	var scenarios []nodecost.Scenario
+	for _, r := range rows {
+		if !slices.Contains(scenarios, r.Scenario) {
+			scenarios = append(scenarios, r.Scenario)
+		}
+	}
+	for _, sc := range scenarios {
+		svg := nodecost.Chart(rows, sc)
+		if svg == nil {
+			return fmt.Errorf("--svg: the %s scenario has fewer than two cluster sizes", sc)
+		}
+		out := path
+		if len(scenarios) > 1 {
+			ext := filepath.Ext(path)
+			out = strings.TrimSuffix(path, ext) + "-" + string(sc) + ext
+		}
+		if err := os.WriteFile(out, svg, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scenarioList is the --scenarios flag: names separated by commas.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -122,5 +124,33 @@ func TestScaleJSON(t *testing.T) {
 		if m["sync_bytes_per_node_s"].(float64) <= 0 || m["false_rejections"].(float64) != 0 {
 			t.Errorf("line %d: %s", i, line)
 		}
+	}
+}
+
+// TestScaleFromJSONToCharts: --from reads what --json printed instead of
+// running, and --svg writes one chart per scenario.
+func TestScaleFromJSONToCharts(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "", "scale", "--json", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10",
+		"--seconds", "2", "--cut-at", "500ms", "--cut-for", "1s")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "rows.jsonl")
+	if err := os.WriteFile(rows, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, again, stderr := runCmd(t, "", "scale", "--from", rows, "--json", "--svg", filepath.Join(dir, "cost.svg"))
+	if code != exitOK || again != stdout {
+		t.Fatalf("exit %d, printed %q, want the rows read back %q: %s", code, again, stdout, stderr)
+	}
+	for _, sc := range []string{"healthy", "fallback"} {
+		b, err := os.ReadFile(filepath.Join(dir, "cost-"+sc+".svg"))
+		if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "("+sc+")") {
+			t.Errorf("the %s chart: %v, %.80q", sc, err, b)
+		}
+	}
+	if code, _, stderr := runCmd(t, "", "scale", "--from", filepath.Join(dir, "missing.jsonl")); code == exitOK || !strings.Contains(stderr, "missing.jsonl") {
+		t.Errorf("a missing --from file: exit %d, %q", code, stderr)
 	}
 }
