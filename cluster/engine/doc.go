@@ -97,8 +97,15 @@
 //     this node's live slices of every routed key whose destination
 //     changed to its new one: about 1/N of the keys on a membership
 //     change. The new coordinator then holds what every live node
-//     admitted, and its backup's copy of the old coordinator's own; what
-//     it receives twice is merged by max, never added.
+//     admitted, and, when the old one left, its own admissions, which the
+//     new one kept as its backup (the backup is the key's next node, the
+//     one that takes it over); what it receives twice is merged by max,
+//     never added (TestRoutedKeyRebuiltAfterItsCoordinatorLeaves). Until
+//     then, a tick after each node sees the change, the new coordinator
+//     grants on a count that lacks what the others admitted through the
+//     old one: at most a limit, so the window holds at most the bound of
+//     two coordinators (package counter), one limit and a lease pool more
+//     than the coordinated bound, for that one interval.
 //   - An ask of a routed key that reaches a node other than the key's
 //     coordinator in that node's view (the asker failed the coordinator
 //     over, this node did not: a cut one way) is passed on to the

@@ -277,3 +277,68 @@ func TestRingMovesOnlyTheDepartedMembersKeys(t *testing.T) {
 
 // destOf is where self sends its slices of key on r, nobody failed over.
 func (r *ring) destOf(key, self string) string { return view{ring: r}.dest(self, key) }
+
+// TestRoutedKeyRebuiltAfterItsCoordinatorLeaves: what the nodes admitted
+// of a key, its coordinator's own admissions included (kept by its
+// backup), is the new coordinator's count once every node's next tick has
+// reached it: nothing lost, and nothing counted twice when the messages
+// arrive again.
+func TestRoutedKeyRebuiltAfterItsCoordinatorLeaves(t *testing.T) {
+	ns := routedNodes(t, counter.RouteAlways, 600, "a", "b", "c", "d")
+	byName := map[string]testNode{}
+	for _, n := range ns {
+		byName[n.name] = n
+	}
+	members := []string{"a", "b", "c", "d"}
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("key-", i); CoordinatorOf(k, members) == "b" {
+			key = k
+		}
+	}
+	next := newRing(members).destOf(key, "b") // b's backup, and its runner-up
+	admitted := map[string]int{"a": 3, "b": 4, "c": 2, "d": 1}
+	tickAll := func(ms int64, nodes []testNode) [][]Outbound {
+		outs := make([][]Outbound, len(nodes))
+		for i, n := range nodes {
+			out, err := n.e.Tick(at(ms))
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = out
+		}
+		for _, out := range outs {
+			for _, n := range nodes {
+				deliver(t, n, at(ms+1), msgsTo(out, n.name))
+			}
+		}
+		return outs
+	}
+	for _, n := range ns {
+		admit(t, n, 10, key, admitted[n.name])
+	}
+	tickAll(200, ns)
+	if got := byName["b"].count(t, 250, key); got != 10 {
+		t.Fatalf("the coordinator b counts %d, want 10", got)
+	}
+	if got := byName[next].count(t, 250, key); got == 10 {
+		t.Fatalf("%s already counts all 10 before b left: the test proves nothing", next)
+	}
+	var live []testNode
+	for _, n := range ns {
+		if n.name != "b" {
+			n.e.PeerDown(at(300), "b")
+			live = append(live, n)
+		}
+	}
+	outs := tickAll(400, live)
+	if got := byName[next].count(t, 450, key); got != 10 {
+		t.Errorf("the new coordinator %s counts %d after the move, want all 10 (b's 4 from its backup)", next, got)
+	}
+	for _, out := range outs { // the same messages again
+		deliver(t, byName[next], at(460), msgsTo(out, next))
+	}
+	if got := byName[next].count(t, 470, key); got != 10 {
+		t.Errorf("after the messages arrived twice %s counts %d, want 10", next, got)
+	}
+}
