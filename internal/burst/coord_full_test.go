@@ -28,5 +28,5 @@ func TestRoutedPropertyAgainstOracle(t *testing.T) {
 
 // TestCoordinatedLossyNetwork: every limit (see checkLossyNetwork).
 func TestCoordinatedLossyNetwork(t *testing.T) {
-	checkLossyNetwork(t, coordLimits())
+	checkLossyNetwork(t, coordLimits(), counter.RouteAuto)
 }

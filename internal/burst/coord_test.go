@@ -277,14 +277,20 @@ func checkPropertyAgainstOracle(t *testing.T, limits []coordLimit, latencies []t
 // (coord_full_test.go) on the two smaller limits, which the race detector
 // runs too.
 func TestCoordinatedLossyNetworkShort(t *testing.T) {
-	checkLossyNetwork(t, coordLimits()[:2])
+	checkLossyNetwork(t, coordLimits()[:2], counter.RouteAuto)
+}
+
+// TestRoutedLossyNetworkShort is TestCoordinatedLossyNetworkShort with
+// every key's changes sent to its coordinator alone.
+func TestRoutedLossyNetworkShort(t *testing.T) {
+	checkLossyNetwork(t, coordLimits()[:2], counter.RouteAlways)
 }
 
 // checkLossyNetwork: with sync messages, asks, answers and releases lost
 // at random (and reordered), the checks that got no answer fall back to
 // the budget, which is not exact: they are counted apart, and the ones
 // decided here or by the coordinator stay exact.
-func checkLossyNetwork(t *testing.T, limits []coordLimit) {
+func checkLossyNetwork(t *testing.T, limits []coordLimit, routing counter.Routing) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(20260730, 12))
 	runs := coordRuns(t)
@@ -295,6 +301,7 @@ func checkLossyNetwork(t *testing.T, limits []coordLimit) {
 			n := 2 + rng.IntN(7)
 			sc := coordSim(cl, n, time.Millisecond)
 			sc.Loss, sc.Reorder, sc.NetSeed, sc.Dup = 0.2, 3*time.Millisecond, uint64(run+1), true
+			sc.Routing = routing
 			p := coordPattern(rng, kind, cl.limit, cl.window.Milliseconds(), sc.Sync.Milliseconds(), n)
 			kind += 3 // through the kinds that reach the margin most
 			r := runHits(t, sc, p)
