@@ -205,7 +205,13 @@
 //     hello replayed is dropped (ErrReplay). A forged new one costs what
 //     the rate limits above allow: one full state per peer per
 //     RejoinInterval.
-//   - An ask is decided once: its id is remembered for 10 s per asker.
+//   - An ask is decided once: its id is remembered for 10 s per asker,
+//     also by a node that passes it on (Routing), so an ask cannot go
+//     round between two nodes that each see the other as its coordinator.
+//   - An answer is taken for a pending ask from whichever member sends it:
+//     the node asked, or the coordinator it passed the ask on to. A member
+//     could already sway decisions with the counts it sends; a non-member
+//     is not heard at all.
 //   - A sync message carries its sender's slices and, in a catch-up, the
 //     receiver's own; a third node's are refused, and the counter refuses a
 //     slice of a key past what its origin's window can hold, so a forged
