@@ -31,10 +31,11 @@
 // is over the judged keys, which hold every key that can reach the limit
 // but by a large fluctuation.
 //
-// The cost of the run follows the engine: while every change goes to
-// every peer, the sync work is N^2 and a 1,000-node window is out of
-// reach on one machine; the simulator's own work per check, amortized over
-// the ticks and deliveries, does not grow with N.
+// The cost of the run follows the engine: the simulator's own work per
+// check, amortized over the ticks and deliveries, does not grow with N.
+// Checks run one at a time (an ask is answered synchronously), so a run
+// uses about one core; a full window at 1,000 nodes takes hours
+// (BENCHMARKS.md, "Issue 20").
 //
 // # Concurrency
 //
