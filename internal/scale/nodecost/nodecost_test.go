@@ -190,12 +190,24 @@ func TestFallbackFailsOver(t *testing.T) {
 		t.Errorf("fallback: %d fallbacks on the live nodes (%.5f of the checks), %d without failover",
 			fb.FallbacksLive, fb.FallbackShare, stuck.FallbacksLive)
 	}
-	if fb.WorstRatio < 1 || fb.WorstRatio > fb.BoundRatio || fb.BoundRatio != healthy.BoundRatio || fb.FalseRejections != 0 {
-		t.Errorf("fallback: worst ratio %.3f, bound %.3f (healthy %.3f), %d false rejections", fb.WorstRatio, fb.BoundRatio, healthy.BoundRatio, fb.FalseRejections)
+	// Meanwhile the checks the budget decides are bounded by the budget,
+	// and while the nodes differ on the silent node's keys two
+	// coordinators grant: a limit and a lease pool more (package counter,
+	// "Two coordinators at once"). The budget is not exact: its false
+	// rejections are counted apart, and every other decision is exact.
+	sc := SimConfig(cfg, 4)
+	b := sc.Bound()
+	meanwhile := float64(max(b.WorstCase, b.Fallback)+sc.Limit+b.Leases) / float64(sc.Limit)
+	if fb.WorstRatio < 1 || fb.WorstRatio > meanwhile || fb.BoundRatio != healthy.BoundRatio || fb.FalseRejections != fb.FalseInFallback {
+		t.Errorf("fallback: worst ratio %.3f, bound meanwhile %.3f (healthy %.3f), %d false rejections, %d of them by the budget",
+			fb.WorstRatio, meanwhile, healthy.BoundRatio, fb.FalseRejections, fb.FalseInFallback)
 	}
 	// The partitioned node keeps deciding its share alone, by the budget:
-	// many more fallbacks than the silent node's peers make.
-	if part.FallbackShare <= 10*fb.FallbackShare {
+	// more fallbacks than the silent node's peers make. (Not many more:
+	// a peer whose turn it is after the silent node for a key decides
+	// that key alone too, engine.Asked.Alone, and on 4 nodes that is a
+	// third of the silent node's keys for each.)
+	if part.FallbackShare <= fb.FallbackShare {
 		t.Errorf("partition: %.5f of the checks fell back (fallback: %.5f)", part.FallbackShare, fb.FallbackShare)
 	}
 }
