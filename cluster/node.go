@@ -126,6 +126,9 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	ec := cfg.engineConfig()
 	ec.OnNodesChanged = n.nodesChanged
 	ec.Members = n.isMember
+	// A restarted process must not reuse the ask ids its previous one
+	// used within the coordinators' memory of them (engine.Config).
+	ec.FirstAskID = uint64(n.now().UnixNano())
 	ec.Log = lg
 	if h.engine != nil {
 		h.engine(&ec)

@@ -169,3 +169,21 @@ func TestFailoverConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstAskID: ask ids start above Config.FirstAskID, so that a process
+// restarted under its name (the transport sets it from the start time)
+// asks with ids its coordinators never saw, and none is dropped as a
+// replay of its previous incarnation's.
+func TestFirstAskID(t *testing.T) {
+	const base = 1_800_000_000_000_000_000
+	a := newCoordNodeWith(t, "a", 2, func(c *Config) { c.FirstAskID = base })
+	k := newCoordNode(t, "k", 2)
+	up(t, 0, a.testNode, k.testNode)
+	asked, _ := a.ask(t, at(1), a.keyFor(at(1), "k"))
+	if asked.ID != base+1 {
+		t.Fatalf("first ask id %d, want %d", asked.ID, uint64(base)+1)
+	}
+	if r, err := k.receive(t, at(1), asked.Out.Msgs[0]); err != nil || len(r.Out) != 1 || r.Out[0].Purpose != PurposeAnswer {
+		t.Fatalf("the coordinator did not answer the ask: %+v %v", r, err)
+	}
+}

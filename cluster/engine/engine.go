@@ -180,6 +180,14 @@ type Config struct {
 	// a silent node FailoverMisses times. Default 1s: a live peer sends at
 	// least a heartbeat every AntiEntropyInterval.
 	FailoverSilence time.Duration
+	// FirstAskID is where this engine's ask ids start (the first is one
+	// above it). A coordinator remembers the ids it decided for
+	// MaxMessageAge and drops an ask it saw before as a replay, so a
+	// process that restarts under its name must not reuse its previous
+	// incarnation's ids: the transport sets it from the start time (unix
+	// nanoseconds), which grows faster than any process asks. 0 in a
+	// simulation, where no process restarts with its engine's memory lost.
+	FirstAskID uint64
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -439,7 +447,7 @@ func New(c *counter.Counter, cfg Config) (*Engine, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, routes: make(map[string][]counter.Entry)}
+	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, routes: make(map[string][]counter.Entry), askSeq: cfg.FirstAskID}
 	e.pool.New = func() any { return newWire(e.h) }
 	return e, nil
 }
