@@ -104,7 +104,7 @@ func coordinatorStopped(t *testing.T, args ...string) {
 	}
 	misses := engine.DefaultConfig("x").FailoverMisses
 	t.Logf("coordinator %s stopped for 5 s: %v", k, v)
-	nodetest.Figures(t, "7 a hot key's coordinator stopped (SIGSTOP) for 5 s, then continued",
+	nodetest.Figures(t, "7 a hot key's coordinator stopped (SIGSTOP) for 5 s, then continued"+scenarioNote(args),
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "bound with two coordinators", fmt.Sprintf("%.2f", twoCoordinators),
 		"asks given up on the stopped node", gaveUp, "last given up after", lastExpiry.Round(10*time.Millisecond),

@@ -294,7 +294,7 @@ func coordinatorCut(t *testing.T, args ...string) {
 	fb := fallbacks() - f0
 	v := run.judge(cs, cut, time.Time{}, nil)
 	t.Logf("coordinator %s cut off: %v", k, v)
-	nodetest.Figures(t, "4 a hot key's coordinator cut off mid-burst",
+	nodetest.Figures(t, "4 a hot key's coordinator cut off mid-burst"+scenarioNote(args),
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
 		"checks decided by the budget", fb, "new coordinator granting after", tookOver.Round(100*time.Millisecond))

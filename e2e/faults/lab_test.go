@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,15 @@ func startLab(t *testing.T, n int, args ...string) *nodetest.Cluster {
 		Args: append([]string{"-gossip-key", base64.StdEncoding.EncodeToString(key)}, args...)})
 	c.WaitAlive(c.Procs, n, 30*time.Second)
 	return c
+}
+
+// scenarioNote names, in a scenario's figures, the flags a variant of it
+// adds to every node (none: "").
+func scenarioNote(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(args, " ") + ")"
 }
 
 // loadClient is one client of a load run: it asks for key every every,
