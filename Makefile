@@ -6,7 +6,7 @@ RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 JOBS      ?= 1
 
-.PHONY: help build run run-one test check lint vet race sims k8s-check image fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 soak plots seed clean
+.PHONY: help build run run-one test check lint vet race sims k8s-check image fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-cluster bench-hs2 soak plots seed clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -89,7 +89,7 @@ image: ## build the container image (IMAGE: ghcr.io/limiterd/limiterd:IMAGE_TAG)
 fuzz: ## run every fuzz target for FUZZTIME (30s) each, JOBS (1) at once; new corpus entries go to testdata/fuzz
 	GO=$(GO) FUZZTIME=$(FUZZTIME) JOBS=$(JOBS) scripts/fuzz.sh
 
-bench: bench-micro bench-loopback bench-sync bench-sim bench-e2e bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
+bench: bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
 
 bench-micro: ## counter, limiter and handler micro-benchmarks
 	$(GO) test ./counter -run '^$$' -bench . -benchtime 2s -cpu 1,2 -count 3
@@ -111,6 +111,11 @@ bench-sim: build ## limitsim: seed tables, cross-node burst, cluster scale, char
 	$(BIN)/limitsim scale --mesh
 	$(BIN)/limitsim scale --mesh --rate-per-node 5000 --nodes 8,16,32
 	$(BIN)/limitsim seed --plot docs/img >/dev/null
+
+bench-scale: build ## limitsim scale, routed sync from 8 to 1,000 nodes (BENCHMARKS.md "Issue 20": healthy and fallback runs; about 75 min, 12 GB)
+	$(BIN)/limitsim scale --nodes 8,64,256 --json > bin/scale-routed.jsonl
+	$(BIN)/limitsim scale --nodes 1000 --seconds 5 --scenarios healthy --json >> bin/scale-routed.jsonl
+	$(BIN)/limitsim scale --from bin/scale-routed.jsonl --svg bin/scale-routed.svg
 
 bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
 	LIMITERD_E2E_LONG=1 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
