@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	nodes := nodeList(cfg.Nodes)
 	scenarios := scenarioList(cfg.Scenarios)
 	seconds := cfg.Duration.Seconds()
-	asJSON, from, svgOut := false, "", ""
+	asJSON, from, svgOut, cpuProfile := false, "", "", ""
 	fs.Var(&nodes, "nodes", fmt.Sprintf("comma-separated cluster `SIZES`, each between 2 and %d", clustersim.MaxNodes))
 	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (node 0 silent for a while), partition (node 0 cut off, still serving)")
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
@@ -42,12 +43,13 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object a line instead of the table")
 	fs.StringVar(&from, "from", "", "read the rows from `FILE`, lines printed by --json (several runs may be concatenated), instead of running")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it)")
 	fs.StringVar(&svgOut, "svg", "", "also write a chart of each scenario's costs over the smallest cluster's to `FILE` (one file per scenario: FILE with the scenario's name before its extension when there are several)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--workers W]
-                     [--from FILE.jsonl] [--svg FILE.svg]
+                     [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
 
 Measures what one node costs as the cluster grows from 8 to 1,000 nodes,
@@ -106,6 +108,11 @@ Flags:
 	if from != "" {
 		rows, err = readRows(from)
 	} else {
+		stop, perr := startCPUProfile(cpuProfile)
+		if perr != nil {
+			return usageError(fs, stderr, "--cpuprofile: %v", perr)
+		}
+		defer stop()
 		// Progress goes to standard error: a run takes minutes.
 		rows, err = nodecost.Run(cfg, func(r nodecost.Row) {
 			fmt.Fprintf(stderr, "limitsim scale: %d nodes, %s, done in %.1f s\n", r.Nodes, r.Scenario, r.WallS)
@@ -126,6 +133,26 @@ Flags:
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// startCPUProfile starts a CPU profile into path, if not empty, and
+// returns what stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // readRows reads --from's file.
