@@ -3,7 +3,6 @@ package counter
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -105,7 +104,7 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		if s.coord == nil {
 			s.coord = &coordState{}
 		}
-		ask.Gen = s.coord.leases.ask(refs[:len(limits)], now)
+		ask.Gen = s.coord.askLeases(refs[:len(limits)], now)
 	}
 	for i, l := range limits {
 		id := l.ID()
@@ -231,7 +230,10 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	s, tag := c.locate(ask.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var at [MaxLimitsPerCall]int64
+	var (
+		at [MaxLimitsPerCall]int64
+		ks [MaxLimitsPerCall]*keyCoord // each limit's record, looked up once
+	)
 	for i, l := range ls {
 		var st state
 		ok := s.table(l).get(tag, ask.Key, s.buf(i), repeats(ls, i), &st)
@@ -243,10 +245,12 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 			}
 			count = st.count()
 		}
+		k := s.coord.lookup(dirtyRef{slot: l.slot, key: ask.Key})
+		ks[i] = k
 		if ask.Settled > 0 {
-			s.coord.settle(dirtyRef{slot: l.slot, key: ask.Key}, &st, origin, ask.Settled)
+			k.settle(&st, origin, ask.Settled)
 		}
-		pending := s.coord.invisible(dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs)
+		pending := k.invisible(&st, now, l.windowMs)
 		count += pending
 		r := Result{Allowed: count+ask.Hits <= l.max, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		r.Reset = time.Duration(st.reset(now, l.windowMs)) * time.Millisecond
@@ -258,6 +262,9 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		results[i] = r
 	}
 	if !d.Allowed {
+		for i, l := range ls {
+			s.coord.tidy(dirtyRef{slot: l.slot, key: ask.Key}, ks[i])
+		}
 		return d, nil
 	}
 	if s.coord == nil {
@@ -271,7 +278,10 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	for i, l := range ls {
 		p := ask.Preds[i]
 		ref := dirtyRef{slot: l.slot, key: ask.Key}
-		s.coord.grant(ref, grant{
+		if ks[i] == nil {
+			ks[i] = s.coord.upsert(ref) // kept, not tidied: it is about to hold a grant
+		}
+		ks[i].grant(grant{
 			origin: origin, id: id, start: p.Start, after: p.After, hits: uint32(ask.Hits), expires: now + ttl,
 		})
 		results[i].Remaining = max(l.max-results[i].Count-ask.Hits, 0)
@@ -281,7 +291,7 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		if lease > 0 && cs != nil {
 			// What is left of the key's lease pool once the other nodes'
 			// leases are out, and no more than the window has room for.
-			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.lent().out(ref, origin, now), results[i].Remaining)
+			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.leasesOut(ks[i], origin, now), results[i].Remaining)
 		}
 	}
 	if lease > 0 {
@@ -290,8 +300,8 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		// after now) and what it admitted has reached this node (a grant's
 		// lifetime).
 		expires := now + maxAnswerDelay.Milliseconds() + cs.LeaseTime.Milliseconds() + ttl
-		for _, l := range ls {
-			if !s.coord.leases.lend(dirtyRef{slot: l.slot, key: ask.Key}, lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
+		for i := range ls {
+			if !s.coord.lend(ks[i], lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
 				lease = 0 // refused for one limit: the holder takes none (a lease is taken for all of a check's limits or none)
 			}
 		}
@@ -319,7 +329,6 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 			continue
 		}
 		s.coord.release(dirtyRef{slot: slot, key: key}, origin, id)
-		s.coord.leases.unlend(dirtyRef{slot: slot, key: key}, origin, id)
 	}
 }
 
@@ -358,31 +367,6 @@ func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []L
 	}
 }
 
-// lent returns the shard's leases, nil (empty) without coordination state.
-func (cs *coordState) lent() *leases {
-	if cs == nil {
-		return nil
-	}
-	return &cs.leases
-}
-
-// coordState is one shard's coordination state. Guarded by the shard's
-// mutex; a nil *coordState is empty.
-type coordState struct {
-	// leases are the leases this node holds and lends (lease.go).
-	leases leases
-	// grants are the grants this node made as coordinator that the merged
-	// slices may not show yet, per (limit, key). The map holds a pointer
-	// so that a list changes without an assignment, which would replace
-	// the map's copy of the key with the caller's (a Go map keeps the
-	// latest key assigned): an ask's key is the caller's to reuse (Ask).
-	grants map[dirtyRef]*[]grant
-	// denied holds, per (limit, key), the latest coordinator's denial
-	// received here, while it holds.
-	denied map[dirtyRef]denial
-	resets resetSet // the resets in force (reset.go)
-}
-
 // denial is a coordinator's denial remembered (RememberDenial): until
 // when (unix ms) it holds, for checks of a max up to max.
 type denial struct {
@@ -401,94 +385,66 @@ type grant struct {
 	origin  uint16
 }
 
-func (cs *coordState) grant(ref dirtyRef, g grant) {
-	if cs.grants == nil {
-		cs.grants = make(map[dirtyRef]*[]grant)
-	}
-	gs := cs.grants[ref]
-	if gs == nil {
-		gs = new([]grant)
-		cs.grants[dirtyRef{slot: ref.slot, key: strings.Clone(ref.key)}] = gs
-	}
+// grant records g on k.
+func (k *keyCoord) grant(g grant) {
 	// Grants still pending on the same slice of the same asker land there
 	// too: the later one's count comes after theirs, whatever order the
 	// asker counts them in.
-	for _, o := range *gs {
+	for _, o := range k.grants {
 		if o.origin == g.origin && o.start == g.start {
 			g.after = max(g.after, o.after+g.hits)
 		}
 	}
-	*gs = append(*gs, g)
+	k.grants = append(k.grants, g)
 }
 
 func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
-	gs := cs.grants[ref]
-	if gs == nil {
+	k := cs.lookup(ref)
+	if k == nil {
 		return
 	}
-	kept := (*gs)[:0]
-	for _, g := range *gs {
+	kept := k.grants[:0]
+	for _, g := range k.grants {
 		if g.origin != origin || g.id != id {
 			kept = append(kept, g)
 		}
 	}
-	cs.setGrants(ref, gs, kept)
+	k.setGrants(kept)
+	cs.unlend(k, origin, id)
+	cs.tidy(ref, k)
 }
 
-// settle drops the grants to origin with an id up to settled that st (the
-// asker's slices, just merged from its ask) does not show: the asker never
-// counted them.
-func (cs *coordState) settle(ref dirtyRef, st *state, origin uint16, settled uint64) {
-	if cs == nil {
+// settle drops the grants of k to origin with an id up to settled that st
+// (the asker's slices, just merged from its ask) does not show: the asker
+// never counted them. The caller tidies k.
+func (k *keyCoord) settle(st *state, origin uint16, settled uint64) {
+	if k == nil {
 		return
 	}
-	gs := cs.grants[ref]
-	if gs == nil {
-		return
-	}
-	kept := (*gs)[:0]
-	for _, g := range *gs {
+	kept := k.grants[:0]
+	for _, g := range k.grants {
 		if g.origin == origin && g.id <= settled && st.grantGap(g) > 0 {
 			continue
 		}
 		kept = append(kept, g)
 	}
-	cs.setGrants(ref, gs, kept)
+	k.setGrants(kept)
 }
 
-// setGrants makes kept ref's list (at gs), dropping the entry when empty.
-func (cs *coordState) setGrants(ref dirtyRef, gs *[]grant, kept []grant) {
-	setList(cs.grants, ref, gs, kept)
-}
-
-// setList makes kept ref's list in m, through its pointer p (the map is
-// not assigned to: that would replace its copy of the key with the
-// caller's), dropping the entry when kept is empty.
-func setList[T any](m map[dirtyRef]*[]T, ref dirtyRef, p *[]T, kept []T) {
-	if len(kept) == 0 {
-		delete(m, ref)
-		return
-	}
-	*p = kept
-}
-
-// invisible returns how many granted hits of (limit, key) the state st
+// invisible returns how many granted hits of k's (limit, key) the state st
 // does not show at now, dropping the grants it shows, that expired, or
 // whose slice has left the window. A grant is shown once its asker's slice
 // holds its predicted count, or once the asker has a later slice (it
 // counted the hits there, or in the predicted one before opening it): so
-// a grant is never counted beside the slice that holds it.
-func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) int64 {
-	if cs == nil || len(cs.grants) == 0 {
-		return 0
-	}
-	gs := cs.grants[ref]
-	if gs == nil {
+// a grant is never counted beside the slice that holds it. The caller
+// tidies k.
+func (k *keyCoord) invisible(st *state, now, windowMs int64) int64 {
+	if k == nil || len(k.grants) == 0 {
 		return 0
 	}
 	var sum int64
-	kept := (*gs)[:0]
-	for _, g := range *gs {
+	kept := k.grants[:0]
+	for _, g := range k.grants {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -497,7 +453,7 @@ func (cs *coordState) invisible(ref dirtyRef, st *state, now, windowMs int64) in
 			kept = append(kept, g)
 		}
 	}
-	cs.setGrants(ref, gs, kept)
+	k.setGrants(kept)
 	return sum
 }
 
@@ -515,10 +471,11 @@ type gap struct{ start, n int64 }
 // leaves them in place.) Past the buffer's capacity a grant is summed into
 // the newest entry (a later start: the wait can only be longer).
 func (cs *coordState) gaps(ref dirtyRef, st *state, now, windowMs int64, dst []gap) []gap {
-	if cs == nil || cs.grants[ref] == nil {
+	k := cs.lookup(ref)
+	if k == nil {
 		return dst
 	}
-	for _, g := range *cs.grants[ref] {
+	for _, g := range k.grants {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -568,60 +525,55 @@ func (s *state) grantGap(g grant) int64 {
 const maxDenied = 4096
 
 func (cs *coordState) deny(ref dirtyRef, d denial, now int64, shardCap int) {
-	if cs.denied == nil {
-		cs.denied = make(map[dirtyRef]denial)
-	}
-	if _, ok := cs.denied[ref]; !ok && len(cs.denied) >= min(maxDenied, shardCap) {
-		for k, o := range cs.denied {
-			if o.until <= now {
-				delete(cs.denied, k)
+	k := cs.lookup(ref)
+	if (k == nil || k.denial.until == 0) && cs.denied >= min(maxDenied, shardCap) {
+		for r, o := range cs.keys {
+			if o.denial.until != 0 && o.denial.until <= now {
+				cs.setDenial(o, denial{})
+				cs.tidy(r, o)
 			}
 		}
-		if len(cs.denied) >= min(maxDenied, shardCap) {
+		if cs.denied >= min(maxDenied, shardCap) {
 			return
 		}
 	}
-	cs.denied[ref] = d
+	cs.setDenial(cs.upsert(ref), d)
 }
 
 // deniedUntil returns the instant until which a coordinator's denial of
-// ref holds for a check of max, or 0; an expired entry is dropped.
-func (cs *coordState) deniedUntil(ref dirtyRef, now, max int64) int64 {
-	if cs == nil || len(cs.denied) == 0 {
+// k's (limit, key) holds for a check of max, or 0; an expired one is
+// dropped. The caller tidies k.
+func (cs *coordState) deniedUntil(k *keyCoord, now, max int64) int64 {
+	if k == nil || k.denial.until == 0 {
 		return 0
 	}
-	d, ok := cs.denied[ref]
-	if !ok {
+	if k.denial.until <= now {
+		cs.setDenial(k, denial{})
 		return 0
 	}
-	if d.until <= now {
-		delete(cs.denied, ref)
+	if max > k.denial.max {
 		return 0
 	}
-	if max > d.max {
-		return 0
-	}
-	return d.until
+	return k.denial.until
 }
 
-// sweep drops expired denials and grants.
+// sweep drops expired denials, grants and leases.
 func (cs *coordState) sweep(now int64) {
 	if cs == nil {
 		return
 	}
-	cs.leases.sweep(now)
-	for k, d := range cs.denied {
-		if d.until <= now {
-			delete(cs.denied, k)
+	for ref, k := range cs.keys {
+		if k.denial.until != 0 && k.denial.until <= now {
+			cs.setDenial(k, denial{})
 		}
-	}
-	for k, gs := range cs.grants {
-		kept := (*gs)[:0]
-		for _, g := range *gs {
+		kept := k.grants[:0]
+		for _, g := range k.grants {
 			if g.expires > now {
 				kept = append(kept, g)
 			}
 		}
-		cs.setGrants(k, gs, kept)
+		k.setGrants(kept)
+		cs.sweepLeases(k, now)
+		cs.tidy(ref, k)
 	}
 }

@@ -252,7 +252,7 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	// counts the lease for LeaseTime, the longest answer delay and a
 	// grant's lifetime after it took the ask.
 	for _, l := range limits {
-		s.coord.leases.hold(dirtyRef{slot: l.slot, key: key}, lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen)
+		s.coord.lookup(dirtyRef{slot: l.slot, key: key}).hold(lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen)
 	}
 	return d, nil
 }
@@ -293,6 +293,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		dirty  [MaxLimitsPerCall]bool
 		leased [MaxLimitsPerCall]bool
 		at     [MaxLimitsPerCall]int64
+		keys   [MaxLimitsPerCall]*keyCoord
 	)
 	d := Decision{Allowed: true}
 	cs := c.cluster.Load()
@@ -302,6 +303,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 	work := s.work()
 	states := &work.states
 	defer s.unlock(len(limits))
+	defer s.coord.tidyAll(limits, key, keys[:len(limits)])
 	for i, l := range limits {
 		st := &states[i]
 		ok := s.table(l).get(tag, key, &work.bufs[i], i > 0 && repeats(limits, i), st)
@@ -312,13 +314,14 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			dirty[i] = st.expire(at[i], l.windowMs)
 			count = st.count()
 		}
-		var pending int64
-		if s.coord != nil {
-			// Grants this node made as the key's coordinator that the
-			// merged slices do not show yet (coordinate.go).
-			pending = s.coord.invisible(dirtyRef{slot: l.slot, key: key}, st, at[i], l.windowMs)
-			count += pending
-		}
+		// The key's coordination record, looked up once for the grants,
+		// the denial and the lease below (coordkey.go).
+		k := s.coord.lookup(dirtyRef{slot: l.slot, key: key})
+		keys[i] = k
+		// Grants this node made as the key's coordinator that the merged
+		// slices do not show yet (coordinate.go).
+		pending := k.invisible(st, at[i], l.windowMs)
+		count += pending
 		found[i] = ok
 		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		var unacked int64
@@ -330,7 +333,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			}
 		}
 		if r.Allowed && m == modeAuto && coordinated {
-			if until := s.coord.deniedUntil(dirtyRef{slot: l.slot, key: key}, at[i], l.max); until > 0 {
+			if until := s.coord.deniedUntil(k, at[i], l.max); until > 0 {
 				// The coordinator said no, and its counted slices are still
 				// in the window until then: the denial is still right.
 				c.denyResult(&r, &d, until-at[i], st.reset(at[i], l.windowMs))
@@ -340,7 +343,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			if unacked+hits > cs.blind(l.max, c.tolPPM) {
 				// Past the blind share: a lease from the coordinator, or
 				// the coordinator itself.
-				if s.coord.lent().take(dirtyRef{slot: l.slot, key: key}, at[i], hits) {
+				if k.takeLease(at[i], hits) {
 					leased[i] = true
 				} else {
 					d.Coordinate = true
@@ -396,7 +399,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			continue
 		}
 		if leased[i] {
-			s.coord.leases.use(dirtyRef{slot: l.slot, key: key}, hits)
+			keys[i].useLease(hits) // live, so not swept: kept in the map
 			d.Leased = true
 		}
 		st := &states[i]

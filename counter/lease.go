@@ -1,7 +1,5 @@
 package counter
 
-import "strings"
-
 // Leases (ClusterConfig.LeaseShare): a key's coordinator lends a node that
 // keeps asking about the key part of the key's blind pool, to decide
 // locally, without the network, until it is used up or LeaseTime has
@@ -40,98 +38,66 @@ type lentLease struct {
 	origin  uint16
 }
 
-// leases is one shard's lease state. Guarded by the shard's mutex; a nil
-// *leases is empty. The maps hold pointers, and a new entry's key is
-// copied, so that no caller's key string is kept (a Go map keeps the key
-// of the latest assignment, and callers' keys may alias a buffer).
-type leases struct {
-	held map[dirtyRef]*heldLease
-	lent map[dirtyRef]*[]lentLease
-}
-
-// owned returns ref with a key of its own, for a new map entry.
-func owned(ref dirtyRef) dirtyRef {
-	ref.key = strings.Clone(ref.key)
-	return ref
-}
-
 // maxLeases caps the leases held and the keys with leases lent per shard:
 // past it no new lease is taken or lent (the check asks, as without
 // leases), so memory stays bounded whatever keys go hot.
 const maxLeases = 4096
 
-// take uses hits of the lease held on ref at now, if one is live with
-// that much left, and reports whether it did. An expired lease is dropped.
-func (ls *leases) take(ref dirtyRef, now, hits int64) bool {
-	if ls == nil || len(ls.held) == 0 {
-		return false
-	}
-	h, ok := ls.held[ref]
-	switch {
-	case !ok || now >= h.until:
-		return false
-	case int64(h.left) < hits:
-		return false
-	}
-	return true
+// takeLease reports whether the lease k holds is live at now with hits
+// left.
+func (k *keyCoord) takeLease(now, hits int64) bool {
+	return k != nil && k.hasHeld && now < k.held.until && int64(k.held.left) >= hits
 }
 
-// use spends hits of the lease on ref, which take found live.
-func (ls *leases) use(ref dirtyRef, hits int64) {
-	ls.held[ref].left -= uint32(hits)
+// useLease spends hits of the lease k holds, which takeLease found live.
+func (k *keyCoord) useLease(hits int64) {
+	k.held.left -= uint32(hits)
 }
 
-// hold takes a lease of hits on ref until the given instant, lent in
+// hold takes a lease of hits on k until the given instant, lent in
 // answer to the ask numbered gen: only if that is the newest ask about
-// ref (a later one's answer, or none, is what the coordinator counts).
-func (ls *leases) hold(ref dirtyRef, hits, until int64, gen uint32) {
-	h, ok := ls.held[ref]
-	if !ok || h.gen != gen {
+// k's key (a later one's answer, or none, is what the coordinator counts).
+func (k *keyCoord) hold(hits, until int64, gen uint32) {
+	if k == nil || !k.hasHeld || k.held.gen != gen {
 		return
 	}
-	h.left, h.until = uint32(min(hits, MaxLimit)), until
+	k.held.left, k.held.until = uint32(min(hits, MaxLimit)), until
 }
 
-// ask drops the leases held on refs (the limits of one check), whose
+// askLeases drops the leases held on refs (the limits of one check), whose
 // holder is asking again at now (it uses no lease while it waits, so that
 // what it admitted on the old one is in the slices its ask carries), and
 // returns the new ask's number, one for all of them.
-func (ls *leases) ask(refs []dirtyRef, now int64) uint32 {
-	if ls.held == nil {
-		ls.held = make(map[dirtyRef]*heldLease)
-	}
+func (cs *coordState) askLeases(refs []dirtyRef, now int64) uint32 {
+	var ks [MaxLimitsPerCall]*keyCoord
 	var gen uint32 = 1
-	for _, ref := range refs {
-		if h, ok := ls.held[ref]; ok {
-			gen = max(gen, h.gen+1)
+	for i, ref := range refs {
+		ks[i] = cs.lookup(ref)
+		if k := ks[i]; k != nil && k.hasHeld {
+			gen = max(gen, k.held.gen+1)
 		}
 	}
-	for _, ref := range refs {
-		h, ok := ls.held[ref]
-		switch {
-		case ok:
-			*h = heldLease{gen: gen, asked: now}
-		case len(ls.held) < maxLeases:
-			ls.held[owned(ref)] = &heldLease{gen: gen, asked: now}
+	for i, ref := range refs {
+		switch k := ks[i]; {
+		case k != nil && k.hasHeld:
+			k.held = heldLease{gen: gen, asked: now}
+		case cs.held < maxLeases:
+			cs.setHeld(cs.upsert(ref), heldLease{gen: gen, asked: now}, true)
 		}
-		// else no lease will be taken: hold finds no entry
+		// else no lease will be taken: hold finds none
 	}
 	return gen
 }
 
-// out returns the hits lent on ref at now to nodes other than origin,
-// dropping the expired leases.
-func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
-	if ls == nil || len(ls.lent) == 0 {
-		return 0
-	}
-	lent, ok := ls.lent[ref]
-	if !ok {
+// leasesOut returns the hits lent on k's key at now to nodes other than
+// origin, dropping the expired leases. The caller tidies k.
+func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
+	if k == nil || len(k.lent) == 0 {
 		return 0
 	}
 	var sum int64
-	kept := (*lent)[:0]
-	for _, l := range *lent {
+	kept := k.lent[:0]
+	for _, l := range k.lent {
 		if l.expires <= now {
 			continue
 		}
@@ -140,85 +106,63 @@ func (ls *leases) out(ref dirtyRef, origin uint16, now int64) int64 {
 			sum += int64(l.hits)
 		}
 	}
-	ls.setLent(ref, lent, kept)
+	cs.setLent(k, kept)
 	return sum
 }
 
-// lend records a lease of hits on ref to origin for ask id, replacing the
-// one origin held, and reports whether it did: an ask from a holder means
-// it stopped using its lease, and what it admitted on it is in the slices
-// the ask carried, merged before this decision. An ask older (by the
-// holder's numbering) than one decided already gets no lease: its holder
-// would not take it.
-func (ls *leases) lend(ref dirtyRef, l lentLease) bool {
-	if ls.lent == nil {
-		ls.lent = make(map[dirtyRef]*[]lentLease)
+// lend records a lease of hits on k's key to origin for ask id, replacing
+// the one origin held, and reports whether it did: an ask from a holder
+// means it stopped using its lease, and what it admitted on it is in the
+// slices the ask carried, merged before this decision. An ask older (by
+// the holder's numbering) than one decided already gets no lease: its
+// holder would not take it.
+func (cs *coordState) lend(k *keyCoord, l lentLease) bool {
+	if len(k.lent) == 0 && cs.lent >= maxLeases {
+		return false
 	}
-	lent, ok := ls.lent[ref]
-	if !ok {
-		if len(ls.lent) >= maxLeases {
-			return false
-		}
-		lent = new([]lentLease)
-		ls.lent[owned(ref)] = lent
-	}
-	for _, o := range *lent {
+	for _, o := range k.lent {
 		if o.origin == l.origin && o.gen > l.gen {
 			return false // a newer ask of the holder's was decided: it will not take this one
 		}
 	}
-	kept := (*lent)[:0]
-	for _, o := range *lent {
+	kept := k.lent[:0]
+	for _, o := range k.lent {
 		if o.origin != l.origin {
 			kept = append(kept, o)
 		}
 	}
-	*lent = append(kept, l)
+	cs.setLent(k, append(kept, l))
 	return true
 }
 
-// unlend drops the lease lent for ask (origin, id): the asker gave the ask
-// up, so it never took the lease.
-func (ls *leases) unlend(ref dirtyRef, origin uint16, id uint64) {
-	if ls == nil {
+// unlend drops the lease lent on k's key for ask (origin, id): the asker
+// gave the ask up, so it never took the lease. The caller tidies k.
+func (cs *coordState) unlend(k *keyCoord, origin uint16, id uint64) {
+	if len(k.lent) == 0 {
 		return
 	}
-	lent, ok := ls.lent[ref]
-	if !ok {
-		return
-	}
-	kept := (*lent)[:0]
-	for _, l := range *lent {
+	kept := k.lent[:0]
+	for _, l := range k.lent {
 		if l.origin != origin || l.id != id {
 			kept = append(kept, l)
 		}
 	}
-	ls.setLent(ref, lent, kept)
+	cs.setLent(k, kept)
 }
 
-// setLent stores kept as ref's leases, dropping the entry when none is left.
-func (ls *leases) setLent(ref dirtyRef, lent *[]lentLease, kept []lentLease) {
-	setList(ls.lent, ref, lent, kept)
-}
-
-// sweep drops expired leases, held and lent.
-func (ls *leases) sweep(now int64) {
-	if ls == nil {
-		return
+// sweepLeases drops k's expired leases, held and lent. The caller tidies k.
+func (cs *coordState) sweepLeases(k *keyCoord, now int64) {
+	if k.hasHeld && now >= max(k.held.until, k.held.asked+maxAnswerDelay.Milliseconds()) {
+		cs.setHeld(k, heldLease{}, false)
 	}
-	for k, h := range ls.held {
-		if now >= max(h.until, h.asked+maxAnswerDelay.Milliseconds()) {
-			delete(ls.held, k)
-		}
-	}
-	for k, lent := range ls.lent {
-		kept := (*lent)[:0]
-		for _, l := range *lent {
+	if len(k.lent) > 0 {
+		kept := k.lent[:0]
+		for _, l := range k.lent {
 			if l.expires > now {
 				kept = append(kept, l)
 			}
 		}
-		ls.setLent(k, lent, kept)
+		cs.setLent(k, kept)
 	}
 }
 

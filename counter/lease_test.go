@@ -64,7 +64,7 @@ func TestStrandedLeaseNeverDenies(t *testing.T) {
 		if accepted != 100 {
 			t.Fatalf("the holder's burst: %d of 100 accepted", accepted)
 		}
-		if s, _ := cl.nodes[holder].locate("k"); s.coord.lent() == nil || len(s.coord.leases.held) == 0 {
+		if s, _ := cl.nodes[holder].locate("k"); s.coord == nil || s.coord.held == 0 {
 			t.Fatal("the holder took no lease")
 		}
 		if dies {
@@ -101,7 +101,7 @@ func TestLeasesStayWithinTheirShare(t *testing.T) {
 	for _, a := range arr {
 		cl.check(a.t, a.node, "k", 1)
 		s, _ := kc.locate("k")
-		out := s.coord.lent().out(dirtyRef{slot: cl.lims[k].slot, key: "k"}, 0xffff, a.t)
+		out := s.coord.leasesOut(s.coord.lookup(dirtyRef{slot: cl.lims[k].slot, key: "k"}), 0xffff, a.t)
 		if out > limitCap {
 			t.Fatalf("at %d ms %d hits lent, more than the cap %d", a.t, out, limitCap)
 		}

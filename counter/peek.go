@@ -104,15 +104,12 @@ func (s *shard) view(l Limit, tag uint32, key string, now int64, buf int) (state
 // pendingAt is invisible without its clean-up: the granted hits st does not
 // show at now, leaving the grants as they are.
 func (cs *coordState) pendingAt(ref dirtyRef, st *state, now, windowMs int64) int64 {
-	if cs == nil || len(cs.grants) == 0 {
-		return 0
-	}
-	gs := cs.grants[ref]
-	if gs == nil {
+	k := cs.lookup(ref)
+	if k == nil {
 		return 0
 	}
 	var sum int64
-	for _, g := range *gs {
+	for _, g := range k.grants {
 		if g.live(now, windowMs) {
 			sum += max(st.grantGap(g), 0)
 		}
@@ -122,11 +119,8 @@ func (cs *coordState) pendingAt(ref dirtyRef, st *state, now, windowMs int64) in
 
 // deniedAt is deniedUntil without its clean-up.
 func (cs *coordState) deniedAt(ref dirtyRef, now, max int64) int64 {
-	if cs == nil || len(cs.denied) == 0 {
-		return 0
-	}
-	if d, ok := cs.denied[ref]; ok && d.until > now && max <= d.max {
-		return d.until
+	if k := cs.lookup(ref); k != nil && k.denial.until > now && max <= k.denial.max {
+		return k.denial.until
 	}
 	return 0
 }

@@ -188,19 +188,19 @@ func (s *state) eraseBefore(r, windowMs int64) (erased int64, dropped bool) {
 // had not applied it yet) is recorded afresh and counts until its asker's
 // slices show it, as any grant.
 func (cs *coordState) eraseBefore(ref dirtyRef, r int64) {
-	if cs == nil {
+	k := cs.lookup(ref)
+	if k == nil {
 		return
 	}
-	delete(cs.denied, ref)
-	if gs := cs.grants[ref]; gs != nil {
-		kept := (*gs)[:0]
-		for _, g := range *gs {
-			if g.start >= r {
-				kept = append(kept, g)
-			}
+	cs.setDenial(k, denial{})
+	kept := k.grants[:0]
+	for _, g := range k.grants {
+		if g.start >= r {
+			kept = append(kept, g)
 		}
-		cs.setGrants(ref, gs, kept)
 	}
+	k.setGrants(kept)
+	cs.tidy(ref, k)
 }
 
 // resetSet is a shard's live resets, per (limit, key): the tombstones that

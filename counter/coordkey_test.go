@@ -1,0 +1,93 @@
+package counter
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// checkCoordCounts fails t if cs's counts of records with a lease held,
+// leases lent and a denial differ from a recount, or if a record that
+// holds nothing is left in the map.
+func checkCoordCounts(t *testing.T, cs *coordState, step int) {
+	t.Helper()
+	var held, lent, denied int
+	for ref, k := range cs.keys {
+		if k.empty() {
+			t.Fatalf("step %d: empty record of %v left in the map", step, ref)
+		}
+		if k.hasHeld {
+			held++
+		}
+		if len(k.lent) > 0 {
+			lent++
+		}
+		if k.denial.until != 0 {
+			denied++
+		}
+	}
+	if held != cs.held || lent != cs.lent || denied != cs.denied {
+		t.Fatalf("step %d: counts held %d lent %d denied %d, recount %d %d %d", step, cs.held, cs.lent, cs.denied, held, lent, denied)
+	}
+}
+
+// TestCoordStateCounts drives one shard's coordination state through a
+// random mix of everything that adds to a record or takes from it, and
+// holds the caps' counts to a recount after each step: a count that
+// drifts would let the caps refuse too early or never.
+func TestCoordStateCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	cs := &coordState{}
+	refs := []dirtyRef{{slot: 0, key: "a"}, {slot: 0, key: "b"}, {slot: 1, key: "a"}, {slot: 2, key: "c"}}
+	var st state
+	now := int64(1_000_000)
+	for step := range 20_000 {
+		now += int64(rng.IntN(300))
+		ref := refs[rng.IntN(len(refs))]
+		origin := uint16(rng.IntN(3))
+		switch rng.IntN(10) {
+		case 0:
+			cs.upsert(ref).grant(grant{start: now, expires: now + int64(rng.IntN(2000)), id: uint64(step), after: 1, hits: 1, origin: origin})
+		case 1:
+			cs.release(ref, origin, uint64(rng.IntN(step+1)))
+		case 2:
+			k := cs.lookup(ref)
+			k.invisible(&st, now, 60_000)
+			cs.tidy(ref, k)
+		case 3:
+			gen := cs.askLeases([]dirtyRef{ref}, now)
+			cs.lookup(ref).hold(int64(rng.IntN(5)), now+int64(rng.IntN(2000)), gen)
+		case 4:
+			if k := cs.lookup(ref); k != nil {
+				cs.lend(k, lentLease{expires: now + int64(rng.IntN(3000)), id: uint64(step), hits: 2, gen: uint32(step), origin: origin})
+			} else {
+				k := cs.upsert(ref)
+				if !cs.lend(k, lentLease{expires: now + int64(rng.IntN(3000)), id: uint64(step), hits: 2, gen: uint32(step), origin: origin}) {
+					cs.tidy(ref, k)
+				}
+			}
+		case 5:
+			k := cs.lookup(ref)
+			cs.leasesOut(k, origin, now)
+			cs.tidy(ref, k)
+		case 6:
+			cs.deny(ref, denial{until: now + int64(rng.IntN(2000)) + 1, max: 600}, now, 2)
+		case 7:
+			k := cs.lookup(ref)
+			cs.deniedUntil(k, now, 600)
+			cs.tidy(ref, k)
+		case 8:
+			cs.sweep(now)
+		case 9:
+			cs.eraseBefore(ref, now-int64(rng.IntN(1000)))
+		}
+		checkCoordCounts(t, cs, step)
+		if cs.denied > 2 {
+			t.Fatalf("step %d: %d denials remembered, cap 2", step, cs.denied)
+		}
+	}
+	cs.sweep(now + 1_000_000)
+	checkCoordCounts(t, cs, -1)
+	if len(cs.keys) != 0 {
+		t.Fatalf("%d records left after everything expired", len(cs.keys))
+	}
+}
