@@ -116,6 +116,9 @@ func TestCapturedEncryptedTrafficReplayed(t *testing.T) {
 	// so on that race (seen on a loaded CI machine) it starts again.
 	for attempt := 1; ; attempt++ {
 		b = startNode(t, "b", nodeOpts{config: withKey, engine: short})
+		// b holds a key when a greets it: an empty node's reply is empty,
+		// sent and counted as none (engine's holdsNothing).
+		b.hit(t, "b-own", 1)
 		tp = &tap{to: b.addr}
 		a = startNode(t, "a", nodeOpts{config: withKey, engine: short, join: []string{b.addr},
 			wrap: func(nt memberlist.NodeAwareTransport) memberlist.NodeAwareTransport {

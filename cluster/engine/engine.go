@@ -667,6 +667,7 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 	}
 	from = m.From
 	catchUp, reply, skewed, pull := false, false, false, false
+	empty := kind == kindHello && e.holdsNothing()
 	if from != e.cfg.Self {
 		quiet := e.SilenceThreshold()
 		if !e.member(from) {
@@ -705,12 +706,12 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 			p.helloSet, p.lastHelloMs = true, m.SentMs
 			p.caughtUp = false
 			if p.Up {
-				reply = e.mayReply(p, now)
+				reply = e.mayReply(p, now, empty)
 			} else {
 				e.owe(p)
 			}
 		case p.Up && !prev.IsZero() && now.Sub(prev) > quiet:
-			catchUp = e.mayCatchUp(p, now)
+			catchUp = e.mayCatchUp(p, now, false)
 		}
 		// Back within MaxClockOffset: the slices of the peer's refused
 		// meanwhile are missing as after a partition, and anti-entropy
@@ -792,16 +793,19 @@ func (e *Engine) peer(name string) *peer {
 // RejoinInterval of its last catch-up it missed at most that long of
 // deltas, and anti-entropy re-sends the keys near their limit anyway. A
 // catch-up refused only by the total limit (MaxStateSends) is owed.
-func (e *Engine) mayCatchUp(p *peer, now time.Time) bool {
+func (e *Engine) mayCatchUp(p *peer, now time.Time, empty bool) bool {
 	if p.caughtUp && now.Sub(p.lastCatchUp) < e.cfg.RejoinInterval {
 		return false
 	}
-	if !e.takeState(now) {
+	if !empty && !e.takeState(now) {
 		e.owe(p)
 		return false
 	}
 	p.caughtUp, p.lastCatchUp = true, now
 	e.paid(p)
+	if empty {
+		return false // an empty state: nothing to send (holdsNothing)
+	}
 	e.Stats.CatchUps.Add(1)
 	return true
 }
@@ -812,15 +816,28 @@ func (e *Engine) mayCatchUp(p *peer, now time.Time) bool {
 // whatever the limits; a flood of forged hellos naming a real member
 // (without a gossip key anyone can make one) costs one full state per
 // peer per RejoinInterval, and MaxStateSends per RejoinInterval in all.
-func (e *Engine) mayReply(p *peer, now time.Time) bool {
-	if p.replied && now.Sub(p.lastReply) < e.cfg.RejoinInterval || !e.takeState(now) {
+func (e *Engine) mayReply(p *peer, now time.Time, empty bool) bool {
+	if p.replied && now.Sub(p.lastReply) < e.cfg.RejoinInterval || !empty && !e.takeState(now) {
 		e.owe(p)
 		return false
 	}
 	p.replied, p.lastReply = true, now
 	e.paid(p)
+	if empty {
+		return false // an empty state: nothing to send (holdsNothing)
+	}
 	e.Stats.Replies.Add(1)
 	return true
+}
+
+// holdsNothing reports whether the counter tracks no key: a full state
+// would then be empty, so a catch-up or hello reply is recorded as done
+// but not sent, and takes no full-state send. Else a cluster started all at once
+// would owe each node N − 1 states past MaxStateSends, which later Ticks
+// send, each a scan of a table full by then, carrying what the deltas
+// have carried meanwhile. Not under e.mu: it locks the counter's shards.
+func (e *Engine) holdsNothing() bool {
+	return e.c.Stats().Keys == 0
 }
 
 // takeState takes one full-state send from the MaxStateSends bucket. Under e.mu.
@@ -852,7 +869,7 @@ func (e *Engine) owedStates(now time.Time) ([]Outbound, error) {
 	var due []string
 	if e.owed > 0 {
 		for name, p := range e.peers {
-			if p.stateDue && p.Up && e.mayReply(p, now) {
+			if p.stateDue && p.Up && e.mayReply(p, now, false) {
 				due = append(due, name)
 			}
 		}
@@ -884,13 +901,14 @@ func (e *Engine) PeerUp(now time.Time, name string) ([]Outbound, error) {
 	if name == e.cfg.Self {
 		return nil, nil
 	}
+	empty := e.holdsNothing()
 	e.mu.Lock()
 	p := e.peer(name)
 	changed := !p.Up
 	p.Up = true
 	hello := !p.greeted
 	p.greeted = true
-	catchUp := e.mayCatchUp(p, now)
+	catchUp := e.mayCatchUp(p, now, empty)
 	nodes := e.recount()
 	e.mu.Unlock()
 	if changed {

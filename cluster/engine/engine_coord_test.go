@@ -283,6 +283,44 @@ func TestStateSendsAreCappedInTotal(t *testing.T) {
 	}
 }
 
+// TestEmptyNodeOwesNoStates: a node that holds no key when peers come up
+// (a cluster started at once) sends them no state and owes none, so its
+// later ticks, with a full table, send no full state past MaxStateSends
+// either; a node that holds keys still sends and owes them
+// (TestStateSendsAreCappedInTotal).
+func TestEmptyNodeOwesNoStates(t *testing.T) {
+	a := newTestNodeWith(t, "a", 6, 600, func(cfg *Config) { cfg.MaxStateSends = 2 })
+	states := 0
+	count := func(out []Outbound) {
+		for _, o := range out {
+			if o.Purpose == PurposeReply || o.Purpose == PurposeCatchUp {
+				states++
+			}
+		}
+	}
+	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		out, err := a.e.PeerUp(at(1), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count(out)
+	}
+	if states != 0 || a.e.owed != 0 {
+		t.Fatalf("an empty node sent %d states and owes %d; want none", states, a.e.owed)
+	}
+	a.hit(t, 100, "k", 5)
+	for ms := int64(200); ms <= 20_000; ms += 200 {
+		out, err := a.e.Tick(at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		count(out)
+	}
+	if states != 0 {
+		t.Fatalf("%d full states sent by ticks; want none (nothing was owed)", states)
+	}
+}
+
 // TestReplayedAskIsDecidedOnce: an ask decided twice would be granted
 // twice, and the second grant, which nobody counts, would over-count at
 // the coordinator; a replayed or stale ask is dropped.
