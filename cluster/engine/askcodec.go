@@ -54,10 +54,12 @@ const (
 )
 
 // The coordination messages are the kind byte and a msgpack array of
-// fields, written and read by hand (askcodec_decode.go, msgpack.go) byte
-// for byte as go-msgpack wrote the structs that defined them, which
-// askcodec_oracle_test.go keeps as the oracle. The field counts are those
-// of each version's layout; a later version appends fields.
+// fields, written (appendAsk, appendAnswer, appendRelease) and read
+// (askcodec_decode.go) by hand, with msgpack.go's writer and reader, byte
+// for byte as go-msgpack wrote the structs that defined them; those
+// structs and the reflective codec are kept in askcodec_reflect_test.go
+// as the oracle of askcodec_oracle_test.go. The field counts are those of
+// each version's layout; a later version appends fields.
 //
 // An ask, version 2 (13 fields): Version uint8, From string, SentMs
 // int64, ID uint64, Key string, Hits int64, Limits []string, PredStarts
@@ -81,9 +83,9 @@ const (
 // int64, ID uint64, Key string, Limits []string.
 //
 // As go-msgpack writes them: integers in their shortest form (a signed
-// one signed: int16 for 600, not uint16), strings as fixstr, str16 or
-// str32 (never str8), a nil slice as nil and an empty one as an empty
-// array. The columns an encoder builds (the predictions, entries and
+// one signed: int16 for 600, not uint16), strings and a []uint8 as
+// fixstr, str16 or str32 (never str8), a bool as true or false, a nil
+// slice as nil and an empty one as an empty array. The columns an encoder builds (the predictions, entries and
 // results) are nil when empty; Limits and Max are written as given.
 const (
 	askFieldsV2    = 13
