@@ -78,7 +78,9 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 	e.pending[id] = pendingAsk{to: to, key: ask.Key, limits: slices.Clone(ask.Limits)}
 	e.askMu.Unlock()
 	ask.Settled = settled
-	msg, err := encodeAsk(e.h, e.cfg.Self, now, id, ask)
+	w := e.pool.Get().(*wire)
+	msg, err := w.encodeAsk(e.cfg.Self, now, id, ask)
+	e.pool.Put(w)
 	if err != nil {
 		e.askMu.Lock()
 		delete(e.pending, id)
@@ -115,10 +117,9 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 		pr.AsksExpired++
 	}
 	e.mu.Unlock()
-	msg, err := encodeRelease(e.h, e.cfg.Self, now, id, &counter.Ask{Key: p.key, Limits: p.limits})
-	if err != nil {
-		return Outbound{}, false, err
-	}
+	w := e.pool.Get().(*wire)
+	msg := w.encodeRelease(e.cfg.Self, now, id, p.key, p.limits)
+	e.pool.Put(w)
 	return Outbound{To: p.to, Purpose: PurposeRelease, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}, true, nil
 }
 

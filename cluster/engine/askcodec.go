@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -52,69 +53,52 @@ const (
 	answerUnable  uint8 = 1 // it could not decide (an unknown limit): decide alone at once
 )
 
-// askMsg is an ask's msgpack body: counter.Ask in columns, the entries'
-// limits as indexes into Limits. Version 4 appends the stated maxes to a
-// version 3 body (askV3, inlined: the array is one flat list of fields).
-type askMsg struct {
-	_struct struct{} `codec:",toarray"` //nolint:unused
-	askV3
-	Max []int64 // counter.Ask.Max, parallel to Limits; version 4
-}
+// The coordination messages are the kind byte and a msgpack array of
+// fields, written (appendAsk, appendAnswer, appendRelease) and read
+// (askcodec_decode.go) by hand, with msgpack.go's writer and reader, byte
+// for byte as go-msgpack wrote the structs that defined them; those
+// structs and the reflective codec are kept in askcodec_reflect_test.go
+// as the oracle of askcodec_oracle_test.go. The field counts are those of
+// each version's layout; a later version appends fields.
+//
+// An ask, version 2 (13 fields): Version uint8, From string, SentMs
+// int64, ID uint64, Key string, Hits int64, Limits []string, PredStarts
+// []int64, PredAfters []uint32 (counter.Ask.Preds, parallel to Limits),
+// EntryLimits []uint8 (the entries' limits as indexes into Limits,
+// written as a string), EntryStarts []int64, EntryCounts []uint32,
+// Settled uint64. Version 3 (15) appends Want int64 and Gen uint32; it is
+// what an ask that states no max is sent as. Version 4 (16) appends Max
+// []int64, parallel to Limits.
+//
+// An answer, version 2 (13 fields): Version uint8, From string, SentMs
+// int64, ID uint64, Status uint8, Allowed bool, then per limit, in ask
+// order: Fits []bool (it had room), Max []int64 (the declared limit),
+// Counts, Pending (of Counts, grants the coordinator's merged slices do
+// not show yet), Remaining, RetryMs, ResetMs, all []int64. Version 3 (15)
+// appends Leases []int64 (counter.Result.Lease) and LeaseGen uint32 (the
+// same for every limit); version 4 is version 3's layout (an answer's Max
+// was always the max decided with).
+//
+// A release (6 fields, every version): Version uint8, From string, SentMs
+// int64, ID uint64, Key string, Limits []string.
+//
+// As go-msgpack writes them: integers in their shortest form (a signed
+// one signed: int16 for 600, not uint16), strings and a []uint8 as
+// fixstr, str16 or str32 (never str8), a bool as true or false, a nil
+// slice as nil and an empty one as an empty array. The columns an encoder builds (the predictions, entries and
+// results) are nil when empty; Limits and Max are written as given.
+const (
+	askFieldsV2    = 13
+	askFieldsV3    = 15
+	askFieldsV4    = 16
+	answerFieldsV2 = 13
+	answerFields   = 15
+	releaseFields  = 6
+)
 
-// askV3 is a version 3 ask (version 2 without Want and Gen): what an ask
-// that states no max is sent as.
-type askV3 struct {
-	_struct     struct{} `codec:",toarray"` //nolint:unused
-	Version     uint8
-	From        string
-	SentMs      int64
-	ID          uint64
-	Key         string
-	Hits        int64
-	Limits      []string
-	PredStarts  []int64
-	PredAfters  []uint32
-	EntryLimits []uint8
-	EntryStarts []int64
-	EntryCounts []uint32
-	Settled     uint64 // counter.Ask.Settled
-	Want        int64  // counter.Ask.Want; version 3
-	Gen         uint32 // counter.Ask.Gen; version 3
-}
-
-// answerMsg is an answer's body: the decision and the coordinator's view
-// of each limit, in ask order. Version 3 appends the leases to a version
-// 2 body (answerV2, inlined: the array is one flat list of fields);
-// version 4 is version 3's layout (an answer's Max was always the max
-// decided with).
-type answerMsg struct {
-	_struct struct{} `codec:",toarray"` //nolint:unused
-	answerV2
-	Leases   []int64 // per limit: counter.Result.Lease; version 3
-	LeaseGen uint32  // counter.Result.LeaseGen, the same for every limit; version 3
-}
-
-// answerV2 is a version 2 answer, what a version 2 node is answered.
-type answerV2 struct {
-	_struct   struct{} `codec:",toarray"` //nolint:unused
-	Version   uint8
-	From      string
-	SentMs    int64
-	ID        uint64
-	Status    uint8
-	Allowed   bool
-	Fits      []bool  // per limit: it had room
-	Max       []int64 // the declared limit
-	Counts    []int64
-	Pending   []int64 // of Counts, grants the coordinator's merged slices do not show yet
-	Remaining []int64
-	RetryMs   []int64
-	ResetMs   []int64
-}
-
-// releaseMsg is a release's body.
-type releaseMsg struct {
-	_struct struct{} `codec:",toarray"` //nolint:unused
+// decodedRelease is a decoded release. Its Key and Limits alias the message
+// (wire.decodeRelease).
+type decodedRelease struct {
 	Version uint8
 	From    string
 	SentMs  int64
@@ -142,6 +126,9 @@ type Answer struct {
 // sends at most 8 per limit.
 const maxAskEntriesWire = 8 * counter.MaxLimitsPerCall
 
+// encodeBody returns kind followed by go-msgpack's encoding of v: the
+// codec of the reset messages (resetcodec.go), rare enough to keep it.
+// The sync and coordination messages have their own (msgpack.go).
 func encodeBody(h *codec.MsgpackHandle, kind byte, v any) ([]byte, error) {
 	var body []byte
 	if err := codec.NewEncoderBytes(&body, h).Encode(v); err != nil {
@@ -166,31 +153,114 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 	return nil
 }
 
-// encodeAsk encodes a as version 4 if it states a max (counter.Ask.Max),
-// else as version 3.
-func encodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	m := askMsg{askV3: askV3{Version: coordVersionLeases, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want, Gen: a.Gen}}
-	for _, p := range a.Preds {
-		m.PredStarts = append(m.PredStarts, p.Start)
-		m.PredAfters = append(m.PredAfters, p.After)
+// encodeAsk returns the ask message of a, in a slice of its own (the
+// transport keeps it): version 4 if it states a max (counter.Ask.Max),
+// else version 3.
+func (w *wire) encodeAsk(from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
+	b, err := appendAsk(w.body[:0], from, now.UnixMilli(), id, a)
+	w.body = b[:0]
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range a.Entries {
-		i := indexOf(a.Limits, e.Limit)
-		if i < 0 || e.Key != a.Key {
-			continue
+	return bytes.Clone(b), nil
+}
+
+// encodeAnswer returns an answer message, in a slice of its own, in
+// version (that of the ask it answers): a version 2 answer has no leases.
+func (w *wire) encodeAnswer(version uint8, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) []byte {
+	b := appendAnswer(w.body[:0], version, from, now.UnixMilli(), id, status, allowed, res)
+	w.body = b[:0]
+	return bytes.Clone(b)
+}
+
+// encodeRelease returns the release message of ask id (key, limits), in
+// a slice of its own: version 3, whatever the ask's, since its layout is
+// unchanged since and a version 3 coordinator decodes it.
+func (w *wire) encodeRelease(from string, now time.Time, id uint64, key string, limits []string) []byte {
+	b := appendRelease(w.body[:0], from, now.UnixMilli(), id, key, limits)
+	w.body = b[:0]
+	return bytes.Clone(b)
+}
+
+// appendAsk appends the ask message of a (kind byte first): version 4 if
+// it states a max, else version 3. Entries of another key or of a limit
+// not in a.Limits are left out.
+func appendAsk(b []byte, from string, sentMs int64, id uint64, a *counter.Ask) ([]byte, error) {
+	version, fields := uint8(coordVersionLeases), askFieldsV3
+	if statesMax(a) {
+		if len(a.Max) != len(a.Limits) {
+			return b, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
 		}
-		m.EntryLimits = append(m.EntryLimits, uint8(i))
-		m.EntryStarts = append(m.EntryStarts, e.Start)
-		m.EntryCounts = append(m.EntryCounts, e.Count)
+		version, fields = coordVersion, askFieldsV4
 	}
-	if !statesMax(a) {
-		return encodeBody(h, kindAsk, &m.askV3)
+	b = appendArrayLen(append(b, kindAsk), fields)
+	b = appendUint(b, uint64(version))
+	b = appendString(b, from)
+	b = appendInt(b, sentMs)
+	b = appendUint(b, id)
+	b = appendString(b, a.Key)
+	b = appendInt(b, a.Hits)
+	b = appendStrings(b, a.Limits)
+	if len(a.Preds) == 0 {
+		b = append(b, mpNil, mpNil)
+	} else {
+		b = appendArrayLen(b, len(a.Preds))
+		for _, p := range a.Preds {
+			b = appendInt(b, p.Start)
+		}
+		b = appendArrayLen(b, len(a.Preds))
+		for _, p := range a.Preds {
+			b = appendUint(b, uint64(p.After))
+		}
 	}
-	if len(a.Max) != len(a.Limits) {
-		return nil, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
+	b = appendEntries(b, a)
+	b = appendUint(b, a.Settled)
+	b = appendInt(b, a.Want)
+	b = appendUint(b, uint64(a.Gen))
+	if fields == askFieldsV4 {
+		b = appendInts(b, a.Max)
 	}
-	m.Version, m.Max = coordVersion, a.Max
-	return encodeBody(h, kindAsk, &m)
+	return b, nil
+}
+
+// appendEntries appends an ask's entry columns: the limits (indexes into
+// a.Limits, as a []uint8 is written: a string), starts and counts of the
+// entries of a.Key and of a limit of the ask, nil when there is none.
+func appendEntries(b []byte, a *counter.Ask) []byte {
+	sent := func(e *counter.Entry) int {
+		if e.Key != a.Key {
+			return -1
+		}
+		return indexOf(a.Limits, e.Limit)
+	}
+	n := 0
+	for i := range a.Entries {
+		if sent(&a.Entries[i]) >= 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return append(b, mpNil, mpNil, mpNil)
+	}
+	b = appendStrLen(b, n)
+	for i := range a.Entries {
+		if li := sent(&a.Entries[i]); li >= 0 {
+			b = append(b, uint8(li))
+		}
+	}
+	b = appendArrayLen(b, n)
+	for i := range a.Entries {
+		if sent(&a.Entries[i]) >= 0 {
+			b = appendInt(b, a.Entries[i].Start)
+		}
+	}
+	b = appendArrayLen(b, n)
+	for i := range a.Entries {
+		if sent(&a.Entries[i]) >= 0 {
+			b = appendUint(b, uint64(a.Entries[i].Count))
+		}
+	}
+	return b
 }
 
 // statesMax reports whether a states a max for one of its limits: only
@@ -213,141 +283,89 @@ func indexOf(ss []string, s string) int {
 	return -1
 }
 
-// decodeAsk decodes and checks an ask, filling a; the entries' origin is
-// the sender. version is the ask's, in which it is answered.
-func decodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *counter.Ask) (from string, sentMs int64, id uint64, version uint8, err error) {
-	var m askMsg
-	if err := decodeBody(h, b, &m); err != nil {
-		return "", 0, 0, 0, err
-	}
-	switch {
-	case !knownCoordVersion(m.Version):
-		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
-	case m.Version == coordVersionNoLeases && (m.Want != 0 || m.Gen != 0), m.Want < 0 || m.Want > counter.MaxLimit:
-		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
-	case m.Version < coordVersion && len(m.Max) != 0, m.Version == coordVersion && len(m.Max) != len(m.Limits):
-		return "", 0, 0, 0, fmt.Errorf("%w: %d maxes for %d limits in a version %d ask", ErrMalformed, len(m.Max), len(m.Limits), m.Version)
-	case m.From == "" || len(m.From) > lim.MaxNameBytes:
-		return "", 0, 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
-	case m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
-		return "", 0, 0, 0, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(m.Key))
-	case m.Hits < 1 || m.Hits > counter.MaxLimit:
-		return "", 0, 0, 0, fmt.Errorf("%w: hits %d", ErrMalformed, m.Hits)
-	case len(m.Limits) == 0 || len(m.Limits) > counter.MaxLimitsPerCall:
-		return "", 0, 0, 0, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
-	case len(m.PredStarts) != len(m.Limits) || len(m.PredAfters) != len(m.Limits):
-		return "", 0, 0, 0, fmt.Errorf("%w: %d predictions for %d limits", ErrMalformed, len(m.PredStarts), len(m.Limits))
-	case len(m.EntryLimits) != len(m.EntryStarts) || len(m.EntryLimits) != len(m.EntryCounts) || len(m.EntryLimits) > maxAskEntriesWire:
-		return "", 0, 0, 0, fmt.Errorf("%w: entry columns of %d, %d, %d", ErrMalformed, len(m.EntryLimits), len(m.EntryStarts), len(m.EntryCounts))
-	}
-	for _, l := range m.Limits {
-		if l == "" || len(l) > lim.MaxNameBytes {
-			return "", 0, 0, 0, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, len(l))
-		}
-	}
-	for _, x := range m.Max {
-		if x < 0 || x > counter.MaxLimit {
-			return "", 0, 0, 0, fmt.Errorf("%w: stated max %d", ErrMalformed, x)
-		}
-	}
-	a.Key, a.Hits, a.Limits, a.Settled, a.Want, a.Gen, a.Max = m.Key, m.Hits, m.Limits, m.Settled, m.Want, m.Gen, m.Max
-	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
-	for i := range m.Limits {
-		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})
-	}
-	for i, li := range m.EntryLimits {
-		if int(li) >= len(m.Limits) {
-			return "", 0, 0, 0, fmt.Errorf("%w: entry of limit %d of %d", ErrMalformed, li, len(m.Limits))
-		}
-		a.Entries = append(a.Entries, counter.Entry{Limit: m.Limits[li], Key: m.Key, Origin: m.From, Start: m.EntryStarts[i], Count: m.EntryCounts[i]})
-	}
-	return m.From, m.SentMs, m.ID, m.Version, nil
-}
-
-// encodeAnswer encodes an answer in version (that of the ask it answers):
-// a version 2 answer has no leases.
-func encodeAnswer(h *codec.MsgpackHandle, version uint8, from string, now time.Time, id uint64, status uint8, allowed bool, res []counter.Result) ([]byte, error) {
-	m := answerMsg{answerV2: answerV2{Version: version, From: from, SentMs: now.UnixMilli(), ID: id, Status: status, Allowed: allowed}}
-	for _, r := range res {
-		m.Fits = append(m.Fits, r.Allowed)
-		m.Max = append(m.Max, r.Limit)
-		m.Counts = append(m.Counts, r.Count)
-		m.Pending = append(m.Pending, r.Pending)
-		m.Remaining = append(m.Remaining, r.Remaining)
-		m.RetryMs = append(m.RetryMs, r.RetryAfter.Milliseconds())
-		m.ResetMs = append(m.ResetMs, r.Reset.Milliseconds())
-		m.Leases = append(m.Leases, r.Lease)
-		m.LeaseGen = max(m.LeaseGen, r.LeaseGen)
-	}
+// appendAnswer appends an answer message (kind byte first) in version: a
+// version 2 answer has no leases. Its LeaseGen is the highest of res.
+func appendAnswer(b []byte, version uint8, from string, sentMs int64, id uint64, status uint8, allowed bool, res []counter.Result) []byte {
+	fields := answerFields
 	if version == coordVersionNoLeases {
-		return encodeBody(h, kindAnswer, &m.answerV2)
+		fields = answerFieldsV2
 	}
-	return encodeBody(h, kindAnswer, &m)
-}
-
-func decodeAnswer(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (Answer, error) {
-	var m answerMsg
-	if err := decodeBody(h, b, &m); err != nil {
-		return Answer{}, err
-	}
-	n := len(m.Counts)
-	switch {
-	case !knownCoordVersion(m.Version):
-		return Answer{}, fmt.Errorf("%w: answer version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
-	case m.Version > coordVersionNoLeases && len(m.Leases) != n, m.Version == coordVersionNoLeases && (len(m.Leases) != 0 || m.LeaseGen != 0):
-		return Answer{}, fmt.Errorf("%w: %d leases for %d limits in a version %d answer", ErrMalformed, len(m.Leases), n, m.Version)
-	case m.From == "" || len(m.From) > lim.MaxNameBytes:
-		return Answer{}, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
-	case n > counter.MaxLimitsPerCall || len(m.Fits) != n || len(m.Max) != n || len(m.Pending) != n || len(m.Remaining) != n || len(m.RetryMs) != n || len(m.ResetMs) != n:
-		return Answer{}, fmt.Errorf("%w: answer columns of unequal length", ErrMalformed)
-	case m.Status != answerDecided && m.Status != answerUnable:
-		return Answer{}, fmt.Errorf("%w: answer status %d", ErrMalformed, m.Status)
-	}
-	a := Answer{From: m.From, ID: m.ID, SentMs: m.SentMs, Decided: m.Status == answerDecided, Allowed: m.Allowed && m.Status == answerDecided}
-	for i := range n {
-		if m.Max[i] < 0 || m.Counts[i] < 0 || m.Pending[i] < 0 || m.Pending[i] > m.Counts[i] || m.Remaining[i] < 0 || m.RetryMs[i] < 0 || m.ResetMs[i] < 0 {
-			return Answer{}, fmt.Errorf("%w: negative figure in an answer", ErrMalformed)
+	b = appendArrayLen(append(b, kindAnswer), fields)
+	b = appendUint(b, uint64(version))
+	b = appendString(b, from)
+	b = appendInt(b, sentMs)
+	b = appendUint(b, id)
+	b = appendUint(b, uint64(status))
+	b = appendBool(b, allowed)
+	if len(res) == 0 {
+		b = append(b, mpNil, mpNil, mpNil, mpNil, mpNil, mpNil, mpNil)
+	} else {
+		b = appendArrayLen(b, len(res))
+		for i := range res {
+			b = appendBool(b, res[i].Allowed)
 		}
-		var lease int64
-		if len(m.Leases) > 0 {
-			if lease = m.Leases[i]; lease < 0 || lease > counter.MaxLimit {
-				return Answer{}, fmt.Errorf("%w: lease %d in an answer", ErrMalformed, lease)
-			}
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Limit })
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Count })
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Pending })
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Remaining })
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.RetryAfter.Milliseconds() })
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Reset.Milliseconds() })
+	}
+	if fields == answerFieldsV2 {
+		return b
+	}
+	var gen uint32
+	if len(res) == 0 {
+		b = append(b, mpNil)
+	} else {
+		b = appendResults(b, res, func(r *counter.Result) int64 { return r.Lease })
+		for i := range res {
+			gen = max(gen, res[i].LeaseGen)
 		}
-		retry := time.Duration(min(m.RetryMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond
-		a.Results = append(a.Results, counter.Result{
-			Allowed:    m.Fits[i],
-			Limit:      m.Max[i],
-			Count:      m.Counts[i],
-			Pending:    m.Pending[i],
-			Remaining:  m.Remaining[i],
-			RetryAfter: retry,
-			Reset:      time.Duration(min(m.ResetMs[i], int64(counter.MaxWindow/time.Millisecond))) * time.Millisecond,
-			Lease:      lease,
-			LeaseGen:   m.LeaseGen,
-		})
 	}
-	return a, nil
+	return appendUint(b, uint64(gen))
 }
 
-// encodeRelease encodes a release as version 3, whatever the ask's: its
-// layout is unchanged since, and a version 3 coordinator decodes it.
-func encodeRelease(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
-	return encodeBody(h, kindRelease, &releaseMsg{Version: coordVersionLeases, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Limits: a.Limits})
+// appendResults appends the column of one figure of res (not empty).
+func appendResults(b []byte, res []counter.Result, figure func(*counter.Result) int64) []byte {
+	b = appendArrayLen(b, len(res))
+	for i := range res {
+		b = appendInt(b, figure(&res[i]))
+	}
+	return b
 }
 
-func decodeRelease(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (releaseMsg, error) {
-	var m releaseMsg
-	if err := decodeBody(h, b, &m); err != nil {
-		return m, err
+// appendRelease appends a release message (kind byte first), version 3.
+func appendRelease(b []byte, from string, sentMs int64, id uint64, key string, limits []string) []byte {
+	b = appendArrayLen(append(b, kindRelease), releaseFields)
+	b = appendUint(b, coordVersionLeases)
+	b = appendString(b, from)
+	b = appendInt(b, sentMs)
+	b = appendUint(b, id)
+	b = appendString(b, key)
+	return appendStrings(b, limits)
+}
+
+// appendStrings appends ss as go-msgpack writes a []string: nil as nil.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, mpNil)
 	}
-	switch {
-	case !knownCoordVersion(m.Version):
-		return m, fmt.Errorf("%w: release version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
-	case m.From == "" || len(m.From) > lim.MaxNameBytes || m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
-		return m, fmt.Errorf("%w: release names out of bounds", ErrMalformed)
-	case len(m.Limits) > counter.MaxLimitsPerCall:
-		return m, fmt.Errorf("%w: %d limits", ErrMalformed, len(m.Limits))
+	b = appendArrayLen(b, len(ss))
+	for _, s := range ss {
+		b = appendString(b, s)
 	}
-	return m, nil
+	return b
+}
+
+// appendInts appends xs as go-msgpack writes an []int64: nil as nil.
+func appendInts(b []byte, xs []int64) []byte {
+	if xs == nil {
+		return append(b, mpNil)
+	}
+	b = appendArrayLen(b, len(xs))
+	for _, x := range xs {
+		b = appendInt(b, x)
+	}
+	return b
 }

@@ -83,11 +83,12 @@ type wire struct {
 	m       message           // last decoded; its strings alias the message's bytes
 	entries []counter.Entry   // last decoded, flattened
 	names   map[string]string // senders' names, copied once (wire.decode)
+	coord   coordBufs         // the coordination messages' (askcodec_decode.go)
 }
 
-// newWire returns an empty wire. The sync kinds' codec is this package's
-// own (msgpack.go) and does not use h; the parameter stays so that the
-// callers shared with the coordination side keep one signature.
+// newWire returns an empty wire. The codecs of the sync and coordination
+// kinds are this package's own (msgpack.go) and do not use h; the
+// parameter stays so that their callers keep one signature.
 func newWire(*codec.MsgpackHandle) *wire {
 	return &wire{}
 }
@@ -353,6 +354,7 @@ func (w *wire) release() {
 	}
 	clear(w.entries)
 	w.m.Groups = groups[:0]
+	w.coord.release()
 }
 
 // entries flattens a decoded message's groups.

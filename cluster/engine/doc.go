@@ -187,7 +187,7 @@
 // them: a node without the key can neither ask nor answer. Their decoders
 // bound every field (key and names, at most counter.MaxLimitsPerCall
 // limits and 8 slices a limit) and drop a message whole otherwise
-// (FuzzDecodeCoordination).
+// (FuzzDecodeCoordination, FuzzCoordinationMatchesMsgpack).
 //
 // # Who is heard
 //
@@ -294,12 +294,17 @@
 // answer and release are version 3, ask_v4 and answer_v4 version 4,
 // ask_v2 and answer_v2 version 2.
 //
-// The sync kinds are written and read by a small msgpack writer and reader
-// for their one schema (msgpack.go), not by go-msgpack's reflection: the
-// same bytes (the goldens did not change, and TestCodecMatchesMsgpack and
-// FuzzDecodeMatchesMsgpack hold them to go-msgpack's), at a fraction of
-// the cost and with no allocation per entry. Decoded strings alias the
-// message, which counter.Merge never keeps (TestReceiveKeepsNoBytes).
+// The sync and coordination kinds are written and read by a small msgpack
+// writer and reader for their fixed schemas (msgpack.go, askcodec.go), not
+// by go-msgpack's reflection: the same bytes (the goldens did not change,
+// and TestCodecMatchesMsgpack, FuzzDecodeMatchesMsgpack,
+// TestCoordinationMatchesMsgpack and FuzzCoordinationMatchesMsgpack hold
+// them to go-msgpack's), at a fraction of the cost and with no allocation
+// per entry (none to decode an ask or a release, its results to decode an
+// answer, the message to encode). Decoded strings alias the message,
+// which counter.Merge, Coordinate and Release never keep
+// (TestReceiveKeepsNoBytes, TestReceiveCoordinationKeepsNoBytes); the
+// sender's name is a copy. The reset kinds, rare, still use go-msgpack.
 //
 // Mixed versions:
 //

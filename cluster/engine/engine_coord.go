@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/limiterd/limiterd/counter"
 )
 
 // askMemory is how long an ask's id is remembered against replays, and so
@@ -112,8 +110,10 @@ func isCoordKind(b []byte) bool {
 func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	switch b[0] {
 	case kindAsk:
-		var a counter.Ask
-		from, sentMs, id, version, err := decodeAsk(e.h, b, e.cfg.Limits, &a)
+		w := e.pool.Get().(*wire)
+		defer e.putDecoded(w) // a's strings alias b
+		a := &w.coord.ask
+		from, sentMs, id, version, err := w.decodeAsk(b, e.cfg.Limits, a)
 		if err != nil {
 			e.countDecodeError(err)
 			return Received{}, err
@@ -140,7 +140,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 			e.Stats.AsksRelayed.Add(1)
 			return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
 		}
-		res := make([]counter.Result, len(a.Limits))
+		res := w.coord.results(len(a.Limits))
 		status, allowed := answerUnable, false
 		if e.skewedPeer(from) {
 			// The ask carries the asker's newest slices, which deciding
@@ -150,17 +150,16 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 			e.Stats.SkewedMessages.Add(1)
 		} else {
 			e.Stats.AsksAnswered.Add(1)
-			if d, cerr := e.c.Coordinate(now, from, id, &a, res); cerr == nil {
+			if d, cerr := e.c.Coordinate(now, from, id, a, res); cerr == nil {
 				status, allowed = answerDecided, d.Allowed
 			}
 		}
-		msg, err := encodeAnswer(e.h, version, e.cfg.Self, now, id, status, allowed, res)
-		if err != nil {
-			return Received{From: from}, err
-		}
+		msg := w.encodeAnswer(version, e.cfg.Self, now, id, status, allowed, res)
 		return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
 	case kindAnswer:
-		a, err := decodeAnswer(e.h, b, e.cfg.Limits)
+		w := e.pool.Get().(*wire)
+		a, err := w.decodeAnswer(b, e.cfg.Limits) // a owns its strings and results
+		e.putDecoded(w)
 		if err != nil {
 			e.countDecodeError(err)
 			return Received{}, err
@@ -176,7 +175,9 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 		}
 		return Received{From: a.From, Answer: a, Answered: true}, nil
 	default: // kindRelease
-		m, err := decodeRelease(e.h, b, e.cfg.Limits)
+		w := e.pool.Get().(*wire)
+		defer e.putDecoded(w) // m's strings alias b and w
+		m, err := w.decodeRelease(b, e.cfg.Limits)
 		if err != nil {
 			e.countDecodeError(err)
 			return Received{}, err

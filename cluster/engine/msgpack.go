@@ -7,14 +7,17 @@ import (
 	"unsafe"
 )
 
-// A hand-written msgpack writer and reader for the sync messages' one
-// fixed schema (message and group, codec.go). The reflective codec cost
-// more than the merge it fed (a string allocated per key, reflection per
-// value); these write the very bytes it wrote and read every encoding a
-// conforming msgpack encoder can give these types, with bounds checks in
-// place of its panics. The goldens under testdata/wire pin the bytes, and
-// TestCodecMatchesMsgpack and FuzzDecodeMatchesMsgpack hold both sides to
-// go-msgpack, the oracle.
+// A hand-written msgpack writer and reader for the fixed schemas of the
+// sync messages (message and group, codec.go) and of the coordination
+// messages (ask, answer and release, askcodec.go). The reflective codec
+// cost more than the work it fed (a string allocated per key, reflection
+// per value, a third of an ask's round trip); these write the very bytes
+// it wrote and read every encoding a conforming msgpack encoder can give
+// these types, with bounds checks in place of its panics. The goldens
+// under testdata/wire pin the bytes, and TestCodecMatchesMsgpack,
+// FuzzDecodeMatchesMsgpack, TestCoordinationMatchesMsgpack and
+// FuzzCoordinationMatchesMsgpack hold both sides to go-msgpack, the
+// oracle. Only the reset messages (resetcodec.go, rare) still use it.
 
 // msgpack format bytes used here.
 const (
@@ -22,6 +25,8 @@ const (
 	mpFixArray     = 0x90 // | n, n < 16
 	mpFixStr       = 0xa0 // | n, n < 32
 	mpNil          = 0xc0
+	mpFalse        = 0xc2
+	mpTrue         = 0xc3
 	mpBin8         = 0xc4
 	mpBin16        = 0xc5
 	mpBin32        = 0xc6
@@ -58,15 +63,28 @@ func appendArrayLen(b []byte, n int) []byte {
 // (the handle's default, with which the format was defined): the old
 // spec's raw, fixstr or str16/str32, never str8.
 func appendString(b []byte, s string) []byte {
-	switch n := len(s); {
+	return append(appendStrLen(b, len(s)), s...)
+}
+
+// appendStrLen appends the header of a string of n bytes, as appendString
+// writes it: go-msgpack writes a []byte (an ask's entry limits) so too.
+func appendStrLen(b []byte, n int) []byte {
+	switch {
 	case n < 32:
-		b = append(b, mpFixStr|byte(n))
+		return append(b, mpFixStr|byte(n))
 	case n < 1<<16:
-		b = append(b, mpStr16, byte(n>>8), byte(n))
+		return append(b, mpStr16, byte(n>>8), byte(n))
 	default:
-		b = binary.BigEndian.AppendUint32(append(b, mpStr32), uint32(n))
+		return binary.BigEndian.AppendUint32(append(b, mpStr32), uint32(n))
 	}
-	return append(b, s...)
+}
+
+// appendBool appends v as msgpack's true or false.
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, mpTrue)
+	}
+	return append(b, mpFalse)
 }
 
 // appendInt appends i as go-msgpack writes a signed integer: a fixint, or
@@ -382,4 +400,57 @@ func (r *reader) uint(max uint64) (uint64, error) {
 		return 0, r.errorf("integer %d out of [0, %d]", v, max)
 	}
 	return uint64(v), nil
+}
+
+// bool reads msgpack's true or false. Go-msgpack also reads the integers
+// 0 and 1 as a bool; no encoder writes a Go bool so, and they are refused.
+func (r *reader) bool() (bool, error) {
+	if r.off >= len(r.b) {
+		return false, r.errorf("bool expected, end of message")
+	}
+	switch c := r.b[r.off]; c {
+	case mpFalse, mpTrue:
+		r.off++
+		return c == mpTrue, nil
+	default:
+		return false, r.errorf("bool expected, format byte 0x%02x", c)
+	}
+}
+
+// bytes reads a []byte of at most max bytes in every form go-msgpack
+// reads one from: str or bin in any width (which the result aliases, as
+// str's does), an array of integers in [0, 255] (appended to dst[:0]), or
+// nil (nil).
+func (r *reader) bytes(dst []byte, max int) ([]byte, error) {
+	if r.off >= len(r.b) {
+		return nil, r.errorf("bytes expected, end of message")
+	}
+	c := r.b[r.off]
+	if c&0xf0 != mpFixArray && c != mpArray16 && c != mpArray32 {
+		if c == mpNil {
+			r.off++
+			return nil, nil
+		}
+		s, err := r.str(max)
+		if err != nil {
+			return nil, err
+		}
+		return r.b[r.off-len(s) : r.off : r.off], nil // s's bytes, just read
+	}
+	n, err := r.arrayLen()
+	if err != nil {
+		return nil, err
+	}
+	if n > max {
+		return nil, r.errorf("%d bytes, more than %d", n, max)
+	}
+	dst = dst[:0]
+	for range n {
+		v, err := r.uint(math.MaxUint8)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, byte(v))
+	}
+	return dst, nil
 }
