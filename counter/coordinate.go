@@ -390,12 +390,12 @@ func (k *keyCoord) grant(g grant) {
 	// Grants still pending on the same slice of the same asker land there
 	// too: the later one's count comes after theirs, whatever order the
 	// asker counts them in.
-	for _, o := range k.grants {
+	for _, o := range k.grantList() {
 		if o.origin == g.origin && o.start == g.start {
 			g.after = max(g.after, o.after+g.hits)
 		}
 	}
-	k.grants = append(k.grants, g)
+	k.lends().grants = append(k.grantList(), g)
 }
 
 func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
@@ -403,8 +403,8 @@ func (cs *coordState) release(ref dirtyRef, origin uint16, id uint64) {
 	if k == nil {
 		return
 	}
-	kept := k.grants[:0]
-	for _, g := range k.grants {
+	kept := k.grantList()[:0]
+	for _, g := range k.grantList() {
 		if g.origin != origin || g.id != id {
 			kept = append(kept, g)
 		}
@@ -421,8 +421,8 @@ func (k *keyCoord) settle(st *state, origin uint16, settled uint64) {
 	if k == nil {
 		return
 	}
-	kept := k.grants[:0]
-	for _, g := range k.grants {
+	kept := k.grantList()[:0]
+	for _, g := range k.grantList() {
 		if g.origin == origin && g.id <= settled && st.grantGap(g) > 0 {
 			continue
 		}
@@ -439,12 +439,12 @@ func (k *keyCoord) settle(st *state, origin uint16, settled uint64) {
 // a grant is never counted beside the slice that holds it. The caller
 // tidies k.
 func (k *keyCoord) invisible(st *state, now, windowMs int64) int64 {
-	if k == nil || len(k.grants) == 0 {
+	if k == nil || len(k.grantList()) == 0 {
 		return 0
 	}
 	var sum int64
-	kept := k.grants[:0]
-	for _, g := range k.grants {
+	kept := k.grantList()[:0]
+	for _, g := range k.grantList() {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -475,7 +475,7 @@ func (cs *coordState) gaps(ref dirtyRef, st *state, now, windowMs int64, dst []g
 	if k == nil {
 		return dst
 	}
-	for _, g := range k.grants {
+	for _, g := range k.grantList() {
 		if !g.live(now, windowMs) {
 			continue
 		}
@@ -566,8 +566,8 @@ func (cs *coordState) sweep(now int64) {
 		if k.denial.until != 0 && k.denial.until <= now {
 			cs.setDenial(k, denial{})
 		}
-		kept := k.grants[:0]
-		for _, g := range k.grants {
+		kept := k.grantList()[:0]
+		for _, g := range k.grantList() {
 			if g.expires > now {
 				kept = append(kept, g)
 			}

@@ -13,16 +13,57 @@ import "strings"
 // each a cache miss on a large heap, cost more than the decisions they
 // fed (BENCHMARKS.md, issue 20).
 type keyCoord struct {
-	grants  []grant
-	lent    []lentLease
-	held    heldLease
-	denial  denial // until == 0: none
-	hasHeld bool
+	held   heldLease  // gen 0: none (ask numbers start at 1)
+	denial denial     // until 0: none
+	side   *coordSide // as the key's coordinator; nil: nothing
+}
+
+// coordSide is what a key's coordinator keeps of it: the grants its merged
+// slices may not show yet and the leases it lent. Apart, because most
+// records are an asker's (a lease held, a denial), and a record is kept
+// small: a node holds one for each key it asked about in the last second.
+type coordSide struct {
+	grants []grant
+	lent   []lentLease
 }
 
 // empty reports whether k holds nothing.
 func (k *keyCoord) empty() bool {
-	return len(k.grants) == 0 && len(k.lent) == 0 && !k.hasHeld && k.denial.until == 0
+	return k.side == nil && !k.holds() && k.denial.until == 0
+}
+
+// holds reports whether k has a lease held (perhaps used up or expired).
+func (k *keyCoord) holds() bool { return k.held.gen != 0 }
+
+// grantList returns k's grants (nil: none).
+func (k *keyCoord) grantList() []grant {
+	if k.side == nil {
+		return nil
+	}
+	return k.side.grants
+}
+
+// lentList returns the leases lent on k's key (nil: none).
+func (k *keyCoord) lentList() []lentLease {
+	if k.side == nil {
+		return nil
+	}
+	return k.side.lent
+}
+
+// lends returns k's coordinator side, made if missing.
+func (k *keyCoord) lends() *coordSide {
+	if k.side == nil {
+		k.side = new(coordSide)
+	}
+	return k.side
+}
+
+// dropSideIfEmpty frees k's coordinator side once it holds nothing.
+func (k *keyCoord) dropSideIfEmpty() {
+	if k.side != nil && len(k.side.grants) == 0 && len(k.side.lent) == 0 {
+		k.side = nil
+	}
 }
 
 // coordState is one shard's coordination state. Guarded by the shard's
@@ -80,35 +121,46 @@ func (cs *coordState) tidyAll(limits []Limit, key string, ks []*keyCoord) {
 
 // setGrants makes kept k's grants.
 func (k *keyCoord) setGrants(kept []grant) {
+	if k.side == nil {
+		return // kept is empty: it came from k's grants
+	}
 	if len(kept) == 0 {
 		kept = nil
 	}
-	k.grants = kept
+	k.side.grants = kept
+	k.dropSideIfEmpty()
 }
 
 // setLent makes kept k's leases lent, keeping the count of records with
 // leases lent.
 func (cs *coordState) setLent(k *keyCoord, kept []lentLease) {
-	switch had := len(k.lent) > 0; {
+	switch had := len(k.lentList()) > 0; {
 	case had && len(kept) == 0:
 		cs.lent--
 		kept = nil
 	case !had && len(kept) > 0:
 		cs.lent++
 	}
-	k.lent = kept
+	if k.side == nil && len(kept) == 0 {
+		return
+	}
+	k.lends().lent = kept
+	k.dropSideIfEmpty()
 }
 
 // setHeld makes h the lease k holds, or drops it (ok false), keeping the
 // count of records with a lease held.
 func (cs *coordState) setHeld(k *keyCoord, h heldLease, ok bool) {
 	switch {
-	case k.hasHeld && !ok:
+	case k.holds() && !ok:
 		cs.held--
-	case !k.hasHeld && ok:
+	case !k.holds() && ok:
 		cs.held++
 	}
-	k.held, k.hasHeld = h, ok
+	if !ok {
+		h = heldLease{}
+	}
+	k.held = h
 }
 
 // setDenial makes d k's remembered denial (d.until == 0: none), keeping

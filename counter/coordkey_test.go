@@ -15,10 +15,10 @@ func checkCoordCounts(t *testing.T, cs *coordState, step int) {
 		if k.empty() {
 			t.Fatalf("step %d: empty record of %v left in the map", step, ref)
 		}
-		if k.hasHeld {
+		if k.holds() {
 			held++
 		}
-		if len(k.lent) > 0 {
+		if len(k.lentList()) > 0 {
 			lent++
 		}
 		if k.denial.until != 0 {

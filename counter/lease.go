@@ -46,7 +46,7 @@ const maxLeases = 4096
 // takeLease reports whether the lease k holds is live at now with hits
 // left.
 func (k *keyCoord) takeLease(now, hits int64) bool {
-	return k != nil && k.hasHeld && now < k.held.until && int64(k.held.left) >= hits
+	return k != nil && k.holds() && now < k.held.until && int64(k.held.left) >= hits
 }
 
 // useLease spends hits of the lease k holds, which takeLease found live.
@@ -58,7 +58,7 @@ func (k *keyCoord) useLease(hits int64) {
 // answer to the ask numbered gen: only if that is the newest ask about
 // k's key (a later one's answer, or none, is what the coordinator counts).
 func (k *keyCoord) hold(hits, until int64, gen uint32) {
-	if k == nil || !k.hasHeld || k.held.gen != gen {
+	if k == nil || !k.holds() || k.held.gen != gen {
 		return
 	}
 	k.held.left, k.held.until = uint32(min(hits, MaxLimit)), until
@@ -73,13 +73,13 @@ func (cs *coordState) askLeases(refs []dirtyRef, now int64) uint32 {
 	var gen uint32 = 1
 	for i, ref := range refs {
 		ks[i] = cs.lookup(ref)
-		if k := ks[i]; k != nil && k.hasHeld {
+		if k := ks[i]; k != nil && k.holds() {
 			gen = max(gen, k.held.gen+1)
 		}
 	}
 	for i, ref := range refs {
 		switch k := ks[i]; {
-		case k != nil && k.hasHeld:
+		case k != nil && k.holds():
 			k.held = heldLease{gen: gen, asked: now}
 		case cs.held < maxLeases:
 			cs.setHeld(cs.upsert(ref), heldLease{gen: gen, asked: now}, true)
@@ -92,12 +92,12 @@ func (cs *coordState) askLeases(refs []dirtyRef, now int64) uint32 {
 // leasesOut returns the hits lent on k's key at now to nodes other than
 // origin, dropping the expired leases. The caller tidies k.
 func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
-	if k == nil || len(k.lent) == 0 {
+	if k == nil || len(k.lentList()) == 0 {
 		return 0
 	}
 	var sum int64
-	kept := k.lent[:0]
-	for _, l := range k.lent {
+	kept := k.lentList()[:0]
+	for _, l := range k.lentList() {
 		if l.expires <= now {
 			continue
 		}
@@ -117,16 +117,16 @@ func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
 // the holder's numbering) than one decided already gets no lease: its
 // holder would not take it.
 func (cs *coordState) lend(k *keyCoord, l lentLease) bool {
-	if len(k.lent) == 0 && cs.lent >= maxLeases {
+	if len(k.lentList()) == 0 && cs.lent >= maxLeases {
 		return false
 	}
-	for _, o := range k.lent {
+	for _, o := range k.lentList() {
 		if o.origin == l.origin && o.gen > l.gen {
 			return false // a newer ask of the holder's was decided: it will not take this one
 		}
 	}
-	kept := k.lent[:0]
-	for _, o := range k.lent {
+	kept := k.lentList()[:0]
+	for _, o := range k.lentList() {
 		if o.origin != l.origin {
 			kept = append(kept, o)
 		}
@@ -138,11 +138,11 @@ func (cs *coordState) lend(k *keyCoord, l lentLease) bool {
 // unlend drops the lease lent on k's key for ask (origin, id): the asker
 // gave the ask up, so it never took the lease. The caller tidies k.
 func (cs *coordState) unlend(k *keyCoord, origin uint16, id uint64) {
-	if len(k.lent) == 0 {
+	if len(k.lentList()) == 0 {
 		return
 	}
-	kept := k.lent[:0]
-	for _, l := range k.lent {
+	kept := k.lentList()[:0]
+	for _, l := range k.lentList() {
 		if l.origin != origin || l.id != id {
 			kept = append(kept, l)
 		}
@@ -152,12 +152,12 @@ func (cs *coordState) unlend(k *keyCoord, origin uint16, id uint64) {
 
 // sweepLeases drops k's expired leases, held and lent. The caller tidies k.
 func (cs *coordState) sweepLeases(k *keyCoord, now int64) {
-	if k.hasHeld && now >= max(k.held.until, k.held.asked+maxAnswerDelay.Milliseconds()) {
+	if k.holds() && now >= max(k.held.until, k.held.asked+maxAnswerDelay.Milliseconds()) {
 		cs.setHeld(k, heldLease{}, false)
 	}
-	if len(k.lent) > 0 {
-		kept := k.lent[:0]
-		for _, l := range k.lent {
+	if len(k.lentList()) > 0 {
+		kept := k.lentList()[:0]
+		for _, l := range k.lentList() {
 			if l.expires > now {
 				kept = append(kept, l)
 			}

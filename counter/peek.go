@@ -109,7 +109,7 @@ func (cs *coordState) pendingAt(ref dirtyRef, st *state, now, windowMs int64) in
 		return 0
 	}
 	var sum int64
-	for _, g := range k.grants {
+	for _, g := range k.grantList() {
 		if g.live(now, windowMs) {
 			sum += max(st.grantGap(g), 0)
 		}

@@ -193,8 +193,8 @@ func (cs *coordState) eraseBefore(ref dirtyRef, r int64) {
 		return
 	}
 	cs.setDenial(k, denial{})
-	kept := k.grants[:0]
-	for _, g := range k.grants {
+	kept := k.grantList()[:0]
+	for _, g := range k.grantList() {
 		if g.start >= r {
 			kept = append(kept, g)
 		}

@@ -69,7 +69,11 @@
 //     states to all peers together are at most MaxStateSends per
 //     RejoinInterval. A state that a new process is owed, or a catch-up
 //     held back by the total only, is not dropped: the first Tick the
-//     limits allow sends it.
+//     limits allow sends it. A node that holds no key sends none and
+//     takes none of the total: its state is empty, and so nothing is owed
+//     (a cluster started at once would otherwise owe each node N − 1
+//     states, sent later as scans of a full table that carry what the
+//     deltas carried meanwhile).
 //   - PeerUp and PeerDown keep the set of up peers, give the counter the
 //     node count (counter.SetNodes) and report a change through
 //     Config.OnNodesChanged.
