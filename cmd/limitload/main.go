@@ -10,12 +10,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/limiterd/limiterd/internal/cpuprofile"
 	"github.com/limiterd/limiterd/internal/loadgen"
 )
 
@@ -80,7 +80,7 @@ func execute(ctx context.Context, cfg *loadgen.Config, runID string, stdout, std
 		}
 	}
 	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(cfg.CPUProfile)
+		stop, err := cpuprofile.Start(cfg.CPUProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "limitload: --cpuprofile: %v\n", err)
 			return exitRuntime
@@ -118,22 +118,6 @@ func writeTraceFile(path string, res *loadgen.Result) error {
 		return fmt.Errorf("--trace-out: %w", err)
 	}
 	return f.Close()
-}
-
-// startCPUProfile profiles limitload itself until stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // newRunID names a run from the clock, so that each run's keys are fresh.

@@ -7,13 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/limiterd/limiterd/internal/clustersim"
+	"github.com/limiterd/limiterd/internal/cpuprofile"
 	"github.com/limiterd/limiterd/internal/scale/nodecost"
 )
 
@@ -108,7 +108,7 @@ Flags:
 	if from != "" {
 		rows, err = readRows(from)
 	} else {
-		stop, perr := startCPUProfile(cpuProfile)
+		stop, perr := cpuprofile.Start(cpuProfile)
 		if perr != nil {
 			return usageError(fs, stderr, "--cpuprofile: %v", perr)
 		}
@@ -133,26 +133,6 @@ Flags:
 		return exitRuntime
 	}
 	return exitOK
-}
-
-// startCPUProfile starts a CPU profile into path, if not empty, and
-// returns what stops it and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // readRows reads --from's file.
