@@ -200,7 +200,7 @@ func appendAsk(b []byte, from string, sentMs int64, id uint64, a *counter.Ask) (
 	b = appendUint(b, id)
 	b = appendString(b, a.Key)
 	b = appendInt(b, a.Hits)
-	b = appendStrings(b, a.Limits)
+	b = appendArray(b, a.Limits, appendString)
 	if len(a.Preds) == 0 {
 		b = append(b, mpNil, mpNil)
 	} else {
@@ -218,7 +218,7 @@ func appendAsk(b []byte, from string, sentMs int64, id uint64, a *counter.Ask) (
 	b = appendInt(b, a.Want)
 	b = appendUint(b, uint64(a.Gen))
 	if fields == askFieldsV4 {
-		b = appendInts(b, a.Max)
+		b = appendArray(b, a.Max, appendInt)
 	}
 	return b, nil
 }
@@ -343,29 +343,18 @@ func appendRelease(b []byte, from string, sentMs int64, id uint64, key string, l
 	b = appendInt(b, sentMs)
 	b = appendUint(b, id)
 	b = appendString(b, key)
-	return appendStrings(b, limits)
+	return appendArray(b, limits, appendString)
 }
 
-// appendStrings appends ss as go-msgpack writes a []string: nil as nil.
-func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, mpNil)
-	}
-	b = appendArrayLen(b, len(ss))
-	for _, s := range ss {
-		b = appendString(b, s)
-	}
-	return b
-}
-
-// appendInts appends xs as go-msgpack writes an []int64: nil as nil.
-func appendInts(b []byte, xs []int64) []byte {
+// appendArray appends xs as go-msgpack writes a slice, each element with
+// elem: nil as msgpack nil, else an array.
+func appendArray[T any](b []byte, xs []T, elem func([]byte, T) []byte) []byte {
 	if xs == nil {
 		return append(b, mpNil)
 	}
 	b = appendArrayLen(b, len(xs))
 	for _, x := range xs {
-		b = appendInt(b, x)
+		b = elem(b, x)
 	}
 	return b
 }
