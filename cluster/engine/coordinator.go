@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -18,10 +19,20 @@ const ringPoints = 64
 // entry of a routed key and every ask looks one up. A member's departure
 // moves only its keys, each to the next member clockwise (its runner-up),
 // and a join takes about 1/N of the keys. Immutable once built.
+//
+// A lookup does not binary-search the points: at 1,000 members they are
+// 64,000 (512 KB), and a search's fourteen or so dependent reads, each
+// likely a cache miss once the ring is out of cache, cost more than the
+// rest of an ask (BENCHMARKS.md, issue 20). starts cuts the hash space
+// into 2^k equal buckets, 2^k between half the points and all of them,
+// and holds the first point of each: a lookup reads its bucket's start
+// and then one or two points, two misses at most.
 type ring struct {
 	points []uint64 // sorted
 	owners []int32  // owners[i] is the member of points[i], an index of names
 	names  []string // sorted
+	starts []int32  // starts[b]: the first point at or after bucket b's start, b = at >> shift
+	shift  uint     // 64 − k
 }
 
 // newRing builds the ring of members (duplicates are kept once).
@@ -46,7 +57,34 @@ func newRing(members []string) *ring {
 	for i, p := range ps {
 		r.points[i], r.owners[i] = p.at, p.owner
 	}
+	r.index()
 	return r
+}
+
+// index builds r.starts from r.points.
+func (r *ring) index() {
+	k := max(bits.Len(uint(len(r.points)))-1, 0)
+	r.shift = uint(64 - k)
+	r.starts = make([]int32, 1<<k)
+	i := 0
+	for b := range r.starts {
+		lo := uint64(b) << r.shift // 0 for every b when k = 0: shifts of 64 give 0
+		for i < len(r.points) && r.points[i] < lo {
+			i++
+		}
+		r.starts[b] = int32(i)
+	}
+}
+
+// search returns the index of the first point at or after at, or
+// len(r.points) when there is none (the ring wraps to point 0): what
+// slices.BinarySearch(r.points, at) returns, read from at's bucket.
+func (r *ring) search(at uint64) int {
+	i := int(r.starts[at>>r.shift&uint64(len(r.starts)-1)])
+	for i < len(r.points) && r.points[i] < at {
+		i++
+	}
+	return i
 }
 
 // keyPoint is where key lies on the ring.
@@ -59,8 +97,7 @@ func (r *ring) walk(key string, visit func(name string) bool) {
 	if len(r.names) == 0 {
 		return
 	}
-	at := keyPoint(key)
-	i, _ := slices.BinarySearch(r.points, at)
+	i := r.search(keyPoint(key))
 	var seen []int32 // few: a walk stops at the first member that can take the key
 	for range r.points {
 		if i == len(r.points) {
@@ -83,7 +120,7 @@ func (r *ring) first(key string) string {
 	if len(r.points) == 0 {
 		return ""
 	}
-	i, _ := slices.BinarySearch(r.points, keyPoint(key))
+	i := r.search(keyPoint(key))
 	if i == len(r.points) {
 		i = 0
 	}

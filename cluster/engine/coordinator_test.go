@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -31,5 +34,62 @@ func TestCoordinatorOf(t *testing.T) {
 	}
 	if CoordinatorOf("k", nil) != "" {
 		t.Fatal("no members: want none")
+	}
+}
+
+// TestRingSearchIsBinarySearch: the bucket index finds, for any point on
+// any ring size, what a binary search of the points finds, at the
+// buckets' edges, on the points themselves and past the last one.
+func TestRingSearchIsBinarySearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, members := range []int{0, 1, 2, 3, 7, 8, 64, 257, 1000} {
+		names := make([]string, members)
+		for i := range names {
+			names[i] = fmt.Sprint("node-", i)
+		}
+		r := newRing(names)
+		if n := len(r.points); n > 0 && (len(r.starts) > n || 2*len(r.starts) <= n) {
+			t.Errorf("%d members: %d buckets for %d points, want between half the points and all", members, len(r.starts), n)
+		}
+		probes := []uint64{0, 1, math.MaxUint64, math.MaxUint64 - 1}
+		for _, p := range r.points {
+			probes = append(probes, p, p-1, p+1)
+		}
+		for b := range r.starts {
+			lo := uint64(b) << r.shift
+			probes = append(probes, lo, lo-1)
+		}
+		for range 10000 {
+			probes = append(probes, rng.Uint64())
+		}
+		for _, at := range probes {
+			want, _ := slices.BinarySearch(r.points, at)
+			if got := r.search(at); got != want {
+				t.Fatalf("%d members: search(%#x) = %d, binary search %d", members, at, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkRingFirst: a key's coordinator on rings of 8, 256 and 1,000
+// members, over keys enough that the lookups do not repeat.
+func BenchmarkRingFirst(b *testing.B) {
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Sprint("client-", i)
+	}
+	for _, members := range []int{8, 256, 1000} {
+		names := make([]string, members)
+		for i := range names {
+			names[i] = fmt.Sprint("node-", i)
+		}
+		r := newRing(names)
+		b.Run(fmt.Sprint(members), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				_ = r.first(keys[i&(len(keys)-1)])
+				i++
+			}
+		})
 	}
 }
