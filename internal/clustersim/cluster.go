@@ -1,7 +1,9 @@
 package clustersim
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -158,6 +160,7 @@ type Cluster struct {
 	// clears firstTickOK; a change that lowers a node's tick lowers it.
 	firstTick   int64
 	firstTickOK bool
+	rec         *recorder               // Config.Record
 	rng         *rand.Rand              // the network's randomness: loss and reordering
 	cut         func(from, to int) bool // a partition: nil, nothing cut
 	byName      map[string]int
@@ -182,51 +185,65 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	s := &Cluster{cfg: cfg, syncMs: cfg.Sync.Milliseconds(), latMs: cfg.Latency.Milliseconds(),
+		rng: rand.New(rand.NewPCG(cfg.NetSeed, 0x6e6574)), byName: make(map[string]int)}
+	for i := range cfg.Nodes {
+		n, err := s.newNode(i, coordinator{s, i})
+		if err != nil {
+			return nil, err
+		}
+		s.byName[n.name] = i
+		s.nodes = append(s.nodes, n)
+	}
+	if cfg.Record != nil {
+		s.rec = &recorder{node: cfg.RecordNode, w: bufio.NewWriterSize(cfg.Record, 1<<16)}
+	}
+	return s, nil
+}
+
+// newNode builds node i of s's configuration, asking its coordinators
+// through coord.
+func (s *Cluster) newNode(i int, coord decision.Coordinator) (*Node, error) {
+	cfg := s.cfg
 	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
 		Name:   rule,
 		Limits: []limiter.LimitSpec{{Policy: rule, Limit: cfg.Limit, Window: cfg.Window, Slices: cfg.Slices}},
 	}}}
-	s := &Cluster{cfg: cfg, syncMs: cfg.Sync.Milliseconds(), latMs: cfg.Latency.Milliseconds(),
-		rng: rand.New(rand.NewPCG(cfg.NetSeed, 0x6e6574)), byName: make(map[string]int)}
-	for i := range cfg.Nodes {
-		name := "node-" + strconv.Itoa(i)
-		c, err := cfg.newCounter(name)
-		if err != nil {
-			return nil, err
-		}
-		lim, err := limiter.New(c, rs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-		n := &Node{name: name, offset: cfg.skewOffset(i), c: c, lim: lim}
-		if n.limit, err = c.Limit(rule, cfg.Limit, cfg.Window, cfg.Slices); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-		// limiterd's engine configuration for UDP (cluster.DefaultConfig):
-		// the message sizes, anti-entropy and catch-up are limiterd's.
-		ec := engine.DefaultConfig(name)
-		if cfg.EditEngine != nil {
-			cfg.EditEngine(&ec)
-		}
-		if n.eng, err = engine.New(c, ec); err != nil {
-			return nil, err
-		}
-		// The frontends' decision layer, on this node's clock at the
-		// instant being simulated; its metrics go to a registry of its own.
-		dc := decision.Config{Now: func() time.Time { return s.clock(n, s.now) }, Coordinator: coordinator{s, i}, Deadline: cfg.Deadline}
-		if n.dec, err = decision.New(dc, lim, prometheus.NewRegistry(), nil); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-		s.byName[name] = i
-		n.phase = int64(i) * cfg.Stagger.Milliseconds() / int64(cfg.Nodes)
-		if cfg.ClockTicks {
-			// Node i's clock reads true time + offset: it reads a multiple
-			// of the interval at true times -offset modulo the interval.
-			n.phase = n.phase - n.offset - floorDiv(n.phase-n.offset, s.syncMs)*s.syncMs
-		}
-		s.nodes = append(s.nodes, n)
+	name := "node-" + strconv.Itoa(i)
+	c, err := cfg.newCounter(name)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	lim, err := limiter.New(c, rs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	n := &Node{name: name, offset: cfg.skewOffset(i), c: c, lim: lim}
+	if n.limit, err = c.Limit(rule, cfg.Limit, cfg.Window, cfg.Slices); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	// limiterd's engine configuration for UDP (cluster.DefaultConfig):
+	// the message sizes, anti-entropy and catch-up are limiterd's.
+	ec := engine.DefaultConfig(name)
+	if cfg.EditEngine != nil {
+		cfg.EditEngine(&ec)
+	}
+	if n.eng, err = engine.New(c, ec); err != nil {
+		return nil, err
+	}
+	// The frontends' decision layer, on this node's clock at the
+	// instant being simulated; its metrics go to a registry of its own.
+	dc := decision.Config{Now: func() time.Time { return s.clock(n, s.now) }, Coordinator: coord, Deadline: cfg.Deadline}
+	if n.dec, err = decision.New(dc, lim, prometheus.NewRegistry(), nil); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	n.phase = int64(i) * cfg.Stagger.Milliseconds() / int64(cfg.Nodes)
+	if cfg.ClockTicks {
+		// Node i's clock reads true time + offset: it reads a multiple
+		// of the interval at true times -offset modulo the interval.
+		n.phase = n.phase - n.offset - floorDiv(n.phase-n.offset, s.syncMs)*s.syncMs
+	}
+	return n, nil
 }
 
 // Config is the configuration the cluster was built with.
@@ -281,8 +298,10 @@ func (s *Cluster) Start(at int64) error {
 		s.epochMs = EpochMs
 	}
 	hello := at - s.latMs - 1
+	s.recordStart()
 	for i, n := range s.nodes {
 		for _, p := range s.nodes {
+			s.recordPeerUp(i, hello, p.name)
 			out, err := n.eng.PeerUp(s.clock(n, hello), p.name)
 			if err != nil {
 				return fmt.Errorf("node-%d: %w", i, err)
@@ -320,13 +339,12 @@ func (s *Cluster) Check(at int64, key string, node int, hits int64, d *limiter.D
 	n := s.nodes[node]
 	s.now = at
 	s.lostGrant = orphan{}
-	req := limiter.Request{Key: key, Hits: hits}
-	if s.cfg.Stated {
-		req.Limit = &limiter.LimitSpec{Limit: s.cfg.Limit, Window: s.cfg.Window, Slices: s.cfg.Slices}
-	}
+	req := s.cfg.request(key, hits)
+	s.recordCheck(node, at, key, hits)
 	if err := n.dec.Decide(context.Background(), req, &n.res); err != nil {
 		return err // bad input (the key, the hits): the trace's fault, not the node's
 	}
+	s.recordDecision(node, n.res.Decision)
 	if n.res.Internal {
 		// Decide failed open: a fault of the code under test, never a
 		// decision to measure.
@@ -443,7 +461,7 @@ func (s *Cluster) Finish() (Stats, error) {
 	}
 	s.firstTickOK = false
 	err := s.advance(0, true)
-	return s.stats, err
+	return s.stats, errors.Join(err, s.finishRecord())
 }
 
 // MaxPeerOffset is the largest clock offset, in absolute value, that any

@@ -3,10 +3,12 @@ package clustersim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/limiter"
 )
 
 // ErrInvalidConfig wraps every invalid simulation setting.
@@ -107,6 +109,22 @@ type Config struct {
 	// EditEngine, if set, changes each node's engine configuration after
 	// engine.DefaultConfig (limiterd's for UDP).
 	EditEngine func(*engine.Config)
+	// Record, if set, is where everything node RecordNode takes in is
+	// written as the simulation runs (its peers, ticks, messages, checks,
+	// what the network brought back for its asks, and its decisions), so
+	// that Replay can run it again on that node alone (alone.go). Finish
+	// flushes it.
+	Record     io.Writer
+	RecordNode int
+}
+
+// request is a check of hits hits of key, as Config.Stated says.
+func (c Config) request(key string, hits int64) limiter.Request {
+	req := limiter.Request{Key: key, Hits: hits}
+	if c.Stated {
+		req.Limit = &limiter.LimitSpec{Limit: c.Limit, Window: c.Window, Slices: c.Slices}
+	}
+	return req
 }
 
 // DefaultConfig is the seed's cluster (HS3-HS5, HS7: 8 nodes, 600 requests
@@ -138,6 +156,9 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...))
 	}
+	if c.RecordNode < 0 || c.RecordNode >= max(c.Nodes, 1) {
+		bad("the recorded node must be one of the %d nodes, got %d", c.Nodes, c.RecordNode)
+	}
 	if c.Nodes < 1 || c.Nodes > MaxNodes {
 		bad("nodes must be between 1 and %d, got %d", MaxNodes, c.Nodes)
 	}
@@ -159,6 +180,7 @@ func (c Config) Validate() error {
 	if c.Reorder < 0 || c.Reorder%time.Millisecond != 0 {
 		bad("reorder must be a whole, non-negative number of milliseconds, got %v", c.Reorder)
 	}
+
 	if c.Deadline < 0 || c.Deadline%time.Millisecond != 0 {
 		bad("deadline must be a whole, non-negative number of milliseconds, got %v", c.Deadline)
 	}

@@ -67,17 +67,17 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	if !ok {
 		return false, false, fmt.Errorf("clustersim: coordinator %q is no simulated node", k)
 	}
-	kn := s.nodes[ki]
 	at := s.now
 	msg := asked.Out.Msgs[0]
 	s.stats.Asks++
 	s.stats.AskBytes += int64(len(msg))
 	inTime := 2*s.cfg.Latency <= s.deadline()
-	var answer engine.Answer
-	var late [][]byte // answers that arrive after the deadline
-	answered := false
+	// What the network brings the asker: its answers in time, or none and
+	// the late ones (taken at the deadline and a round trip after the ask).
+	var got askOutcome
+	got.at, got.expireAt, got.lateAt = at, at+s.deadline().Milliseconds(), at+2*s.latMs
 	if !s.lost(sc.j, ki) {
-		rcv, err := kn.eng.Receive(s.clock(kn, at), msg)
+		rcv, err := s.receive(ki, at, msg)
 		if err != nil {
 			return false, false, fmt.Errorf("clustersim: %s receiving an ask: %w", k, err)
 		}
@@ -98,52 +98,75 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 						s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
 					}
 					if !lost {
-						late = append(late, m)
+						got.late = append(got.late, m)
 					}
 					continue
 				}
-				r, err := n.eng.Receive(s.clock(n, at), m)
-				if err != nil {
-					return false, false, fmt.Errorf("clustersim: %s receiving an answer: %w", n.name, err)
-				}
-				if r.Answered {
-					answer, answered = r.Answer, true
-				}
+				got.answers = append(got.answers, m)
 			}
 		}
 	}
-	if answered {
-		if !answer.Decided || len(answer.Results) != len(results) {
-			return false, false, fmt.Errorf("%w: %s", cluster.ErrCoordinatorUnable, k)
+	s.recordAsk(sc.j, got)
+	allowed, rel, err := s.finishAsk(n, asked, got, results, k)
+	if rel != nil {
+		m := rel.Msgs[0]
+		s.stats.Releases++
+		s.stats.ReleaseBytes += int64(len(m))
+		if arrival := s.post(got.expireAt+s.latMs, sc.j, ki, m); arrival >= 0 && s.lostGrant.hits > 0 {
+			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
 		}
-		copy(results, answer.Results)
-		return answer.Allowed, false, nil
+	}
+	return allowed, false, err
+}
+
+// askOutcome is what the network brought an asker for one ask: the
+// answers that came in time (taken at the ask's instant, at), or, with
+// none, the answers that came late (at lateAt, a round trip after the
+// ask); without an answer in time the ask is given up at expireAt, the
+// deadline. True times.
+type askOutcome struct {
+	answers, late        [][]byte
+	at, expireAt, lateAt int64
+}
+
+// finishAsk is the asking node's part of an ask sent to coordinator k once
+// the network has done its part (got): it takes the answer, or gives the
+// ask up and returns the release to send, then takes the late answers. A
+// simulation and its replay on a node alone (Replay) both run it.
+func (s *Cluster) finishAsk(n *Node, asked engine.Asked, got askOutcome, results []counter.Result, k string) (allowed bool, release *engine.Outbound, err error) {
+	for _, m := range got.answers {
+		r, err := n.eng.Receive(s.clock(n, got.at), m)
+		if err != nil {
+			return false, nil, fmt.Errorf("clustersim: %s receiving an answer: %w", n.name, err)
+		}
+		if !r.Answered {
+			continue
+		}
+		if !r.Answer.Decided || len(r.Answer.Results) != len(results) {
+			return false, nil, fmt.Errorf("%w: %s", cluster.ErrCoordinatorUnable, k)
+		}
+		copy(results, r.Answer.Results)
+		return r.Answer.Allowed, nil, nil
 	}
 	// No answer by the deadline: give the ask up and release the grant
 	// the coordinator may have made, so that it stops counting when the
 	// release arrives.
-	dl := s.deadline().Milliseconds()
-	rel, ok, err := n.eng.AskExpired(s.clock(n, at+dl), asked.ID)
+	rel, ok, err := n.eng.AskExpired(s.clock(n, got.expireAt), asked.ID)
 	if err != nil {
-		return false, false, fmt.Errorf("clustersim: giving an ask up: %w", err)
+		return false, nil, fmt.Errorf("clustersim: giving an ask up: %w", err)
 	}
 	if ok {
-		m := rel.Msgs[0]
-		s.stats.Releases++
-		s.stats.ReleaseBytes += int64(len(m))
-		if arrival := s.post(at+dl+s.latMs, sc.j, ki, m); arrival >= 0 && s.lostGrant.hits > 0 {
-			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
-		}
+		release = &rel
 	}
 	// A late answer still arrives, a round trip after the ask: nobody
 	// waits for it, but it tells the asker its coordinator is alive, so a
 	// slow coordinator is not failed over as a silent one would be.
-	for _, m := range late {
-		if _, err := n.eng.Receive(s.clock(n, at+2*s.latMs), m); err != nil {
-			return false, false, fmt.Errorf("clustersim: %s receiving a late answer: %w", n.name, err)
+	for _, m := range got.late {
+		if _, err := n.eng.Receive(s.clock(n, got.lateAt), m); err != nil {
+			return false, release, fmt.Errorf("clustersim: %s receiving a late answer: %w", n.name, err)
 		}
 	}
-	return false, false, context.DeadlineExceeded
+	return false, release, context.DeadlineExceeded
 }
 
 // grantTTLMs is how long a coordinator counts a grant its merged slices

@@ -57,17 +57,10 @@ func (s *Cluster) tickAt(at int64) error {
 		n := s.nodes[i]
 		n.changed = false
 		delta := n.eng.Stats.DeltaMessages.Load()
+		s.recordTick(i, at)
 		w := s.startWatch()
 		out, err := n.eng.Tick(s.clock(n, at))
-		hot := false
-		for _, o := range out {
-			hot = hot || o.Purpose == engine.PurposeAntiEntropy || o.Purpose == engine.PurposeHeartbeat
-		}
-		if hot {
-			w.stop(&n.times.Hot)
-		} else {
-			w.stop(&n.times.Tick)
-		}
+		w.stop(tickTimes(&n.times, out))
 		n.out, n.produced = out, n.eng.Stats.DeltaMessages.Load()-delta
 		if err != nil {
 			return fmt.Errorf("node-%d tick at %d ms: %w", i, at, err)
@@ -86,6 +79,17 @@ func (s *Cluster) tickAt(at int64) error {
 	}
 	s.firstTickOK = false
 	return nil
+}
+
+// tickTimes is where the time of a Tick that returned out goes: Hot when
+// it had anti-entropy (or a heartbeat) to send, else Tick.
+func tickTimes(t *Times, out []engine.Outbound) *EngineTime {
+	for _, o := range out {
+		if o.Purpose == engine.PurposeAntiEntropy || o.Purpose == engine.PurposeHeartbeat {
+			return &t.Hot
+		}
+	}
+	return &t.Tick
 }
 
 // deliverAt delivers every message that arrives at true time at, in send
@@ -124,6 +128,7 @@ func (s *Cluster) deliverAt(at int64) error {
 		n := s.nodes[to]
 		w := s.startWatch()
 		for _, j := range s.order[s.first[to]:s.first[to+1]] {
+			s.recordReceive(to, at, s.batch[j].msg)
 			rcv, err := n.eng.Receive(s.clock(n, at), s.batch[j].msg)
 			s.results[j] = received{rcv.Out, err}
 		}

@@ -75,6 +75,12 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
+	// Alone records one node (AloneNode) as the simulation runs, to a
+	// temporary file, and replays it on that node alone afterwards
+	// (clustersim.Replay): Row.EngineNsPerCheckAlone, the engine time a
+	// node would spend on a machine of its own, which a simulation of
+	// every node in one process cannot measure at large N.
+	Alone bool
 
 	// editEngine, if set, changes the nodes' engine configuration
 	// (clustersim.Config.EditEngine): the tests turn failover off with it.
@@ -89,6 +95,7 @@ func DefaultConfig() Config {
 		Nodes: []int{8, 64, 256, 1000}, Scenarios: []Scenario{Healthy, Fallback},
 		RatePerNode: 5000, KeysPerNode: 25_000, Zipf: 1.2, Seed: 20260730,
 		Duration: time.Minute, CutAt: 20 * time.Second, CutFor: 5 * time.Second, Workers: runtime.GOMAXPROCS(0),
+		Alone: true,
 	}
 }
 

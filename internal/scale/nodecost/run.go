@@ -2,6 +2,8 @@ package nodecost
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"time"
 
@@ -35,6 +37,12 @@ type Row struct {
 	// wall clock (EngineCPU false).
 	EngineNsPerCheck float64 `json:"engine_ns_per_check"`
 	EngineCPU        bool    `json:"engine_cpu"`
+	// EngineNsPerCheckAlone is the same for one node (AloneNode) replayed
+	// alone after the run (Config.Alone): its engine time over its checks,
+	// the asks of others it answered included and the coordinators' part
+	// of its own not. Not measured (0, left out of the JSON) without
+	// Config.Alone.
+	EngineNsPerCheckAlone float64 `json:"engine_ns_per_check_alone,omitempty"`
 	// HeapBytesPerNode is the live heap of the whole simulation after a
 	// collection at the end, less the live heap before the cluster was
 	// built, over N: the nodes' state (counter, limiter, decision layer,
@@ -115,6 +123,10 @@ func SimConfig(cfg Config, n int) clustersim.Config {
 // CutNode is the node the fallback scenario silences.
 const CutNode = 0
 
+// AloneNode is the node of n that Config.Alone replays: the last, never
+// the cut one.
+func AloneNode(n int) int { return n - 1 }
+
 // runOne is one scenario on n nodes: request i at floor(i*1000/R) ms, R =
 // RatePerNode x n, on node i mod n (round robin, as behind a load
 // balancer: each request of a key may reach any node; while node 0 is
@@ -128,6 +140,16 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	judged := judgedRanks(cfg, n, sc.Limit, sc.Window.Seconds())
 	ks := newKeys(total, cfg.Zipf, cfg.Seed, judged)
 	ty := clustersim.NewTally(sc.Window.Milliseconds(), sc.Limit)
+	var rec *os.File
+	if cfg.Alone {
+		f, err := os.CreateTemp("", "limitsim-node-*.rec")
+		if err != nil {
+			return Row{}, fmt.Errorf("nodecost: recording a node: %w", err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		rec, sc.Record, sc.RecordNode = f, f, AloneNode(n)
+	}
 	heap0 := liveHeap()
 	sim, err := clustersim.New(sc)
 	if err != nil {
@@ -239,8 +261,32 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	if heap1 > heap0 {
 		row.HeapBytesPerNode = float64(heap1-heap0) / float64(n)
 	}
+	if rec != nil {
+		runtime.GC() // the simulation's heap is garbage now: out of the replay's way
+		if row.EngineNsPerCheckAlone, err = replayAlone(sc, rec); err != nil {
+			return row, err
+		}
+	}
 	row.WallS = time.Since(wall).Seconds()
 	return row, nil
+}
+
+// replayAlone replays the node sc recorded to rec on its own
+// (clustersim.Replay) and returns its engine ns per check.
+func replayAlone(sc clustersim.Config, rec *os.File) (float64, error) {
+	if _, err := rec.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("nodecost: replaying node-%d: %w", sc.RecordNode, err)
+	}
+	got, err := clustersim.Replay(sc, rec)
+	if err != nil {
+		return 0, fmt.Errorf("nodecost: %w", err)
+	}
+	t := got.Times.Total()
+	ns := t.Wall
+	if t.CPUOK {
+		ns = t.CPU
+	}
+	return float64(ns) / float64(max(got.Checks, 1)), nil
 }
 
 // liveHeap is the live heap after a collection.
