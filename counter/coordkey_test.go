@@ -102,3 +102,44 @@ func TestKeyCoordSize(t *testing.T) {
 		t.Fatalf("keyCoord is %d bytes, want at most 48 (coordSide holds the coordinator's part)", got)
 	}
 }
+
+// TestGrantGapMatchesAScan: grantGap's binary searches find what a scan
+// of every slice finds, on random keys of many origins and slices (merged
+// as peers' slices are) and random grants, the grant's slice present or
+// not, with later slices of its origin or not.
+func TestGrantGapMatchesAScan(t *testing.T) {
+	scan := func(s *state, g grant) int64 {
+		var n uint32
+		for j := range s.sl.n {
+			if s.sl.origin(j) != g.origin {
+				continue
+			}
+			switch start := s.start(j); {
+			case start > g.start:
+				return 0
+			case start == g.start:
+				n = s.sl.count(j)
+			}
+		}
+		if n >= g.after {
+			return 0
+		}
+		return min(int64(g.after-n), int64(g.hits))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 300 {
+		var st state
+		st.sl.sc = new(scratchBuf)
+		origins, starts := 1+rng.IntN(40), 1+rng.IntN(12)
+		const base, step = 1_000_000, 5000
+		for range rng.IntN(origins * starts) {
+			st.merge(uint16(rng.IntN(origins)), base+int64(rng.IntN(starts))*step, uint32(1+rng.IntN(50)), 1<<20, false)
+		}
+		for range 50 {
+			g := grant{start: base + int64(rng.IntN(starts+2)-1)*step, origin: uint16(rng.IntN(origins + 1)), after: uint32(rng.IntN(60)), hits: uint32(1 + rng.IntN(3))}
+			if got, want := st.grantGap(g), scan(&st, g); got != want {
+				t.Fatalf("round %d: %d slices, grant %+v: gap %d, a scan finds %d", round, st.sl.n, g, got, want)
+			}
+		}
+	}
+}

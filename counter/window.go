@@ -191,16 +191,7 @@ func (s *state) insert(sl slice) {
 // spares the count.
 func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int, full bool) (changed, refused bool) {
 	off := s.offsetOf(start)
-	// The first slice at or after (off, origin).
-	i, j := 0, s.sl.n
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if cmp.Or(cmp.Compare(s.sl.off(m), off), cmp.Compare(s.sl.origin(m), origin)) < 0 {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
+	i := s.search(start, origin)
 	if i < s.sl.n && s.sl.off(i) == off && s.sl.origin(i) == origin {
 		if n > s.sl.count(i) {
 			s.sl.setCount(i, n)
@@ -213,6 +204,21 @@ func (s *state) merge(origin uint16, start int64, n uint32, perOrigin int, full 
 	}
 	s.sl.insert(i, slice{off: off, n: n, origin: origin})
 	return true, false
+}
+
+// search returns the index of the first slice at or after (start,
+// origin) in the slices' order (start, then origin), s.sl.n if none.
+func (s *state) search(start int64, origin uint16) int {
+	i, j := 0, s.sl.n
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if cmp.Or(cmp.Compare(s.start(m), start), cmp.Compare(s.sl.origin(m), origin)) < 0 {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return i
 }
 
 // countOrigin returns how many slices origin has here.
