@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -29,7 +30,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	nodes := nodeList(cfg.Nodes)
 	scenarios := scenarioList(cfg.Scenarios)
 	seconds := cfg.Duration.Seconds()
-	asJSON, from, svgOut, cpuProfile := false, "", "", ""
+	asJSON, from, svgOut, cpuProfile, replayDir, rounds := false, "", "", "", "", 3
 	fs.Var(&nodes, "nodes", fmt.Sprintf("comma-separated cluster `SIZES`, each between 2 and %d", clustersim.MaxNodes))
 	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (node 0 silent for a while), partition (node 0 cut off, still serving)")
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
@@ -42,6 +43,9 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` node 0 stays cut off")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&cfg.Alone, "alone", cfg.Alone, "record node N-1 to a temporary file and replay it on its own after each run: the engine time a node pays on a machine of its own (engine_ns_per_check_alone)")
+	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` as SCENARIO-N.rec (--replay reads them)")
+	fs.StringVar(&replayDir, "replay", "", "run nothing: replay every record in directory `DIR` (--records) --rounds times, interleaved, and print each one's engine ns per check alone")
+	fs.IntVar(&rounds, "rounds", rounds, "rounds `K` of --replay")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object a line instead of the table")
 	fs.StringVar(&from, "from", "", "read the rows from `FILE`, lines printed by --json (several runs may be concatenated), instead of running")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it)")
@@ -50,7 +54,8 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--workers W] [--alone=false]
-                     [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE]
+                     [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
+       limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
 
 Measures what one node costs as the cluster grows from 8 to 1,000 nodes,
@@ -88,6 +93,10 @@ check grows with N even where a node's work does not. --alone writes
 everything node N-1 takes in to a temporary file as the run goes, then
 runs it again on that node alone, checking every decision against the
 run's, and times its engine as a node on a machine of its own would.
+With --records DIR the records are kept; --replay DIR replays them again,
+one after the other for --rounds rounds, so that their ratios come from
+one interleaved run (a record holds the node's whole load; its name,
+SCENARIO-N.rec, gives the cluster's size).
 
 On this 2-core machine 60 s of model time took 8 s at 8 nodes, 4 min at
 64 and 24 min at 256 (11.8 GB); at 1,000 nodes 5 s took 10 min (10 GB).
@@ -106,6 +115,19 @@ Flags:
 	}
 	if !(seconds > 0 && seconds <= 3600) {
 		return usageError(fs, stderr, "--seconds must be above 0 and at most 3600, got %v", seconds)
+	}
+	if replayDir != "" {
+		if rounds < 1 || rounds > 100 {
+			return usageError(fs, stderr, "--rounds must be between 1 and 100, got %d", rounds)
+		}
+		if err := replayRecords(stdout, cfg, replayDir, rounds); err != nil {
+			fmt.Fprintf(stderr, "limitsim scale: %v\n", err)
+			return exitRuntime
+		}
+		return 0
+	}
+	if cfg.Records != "" && !cfg.Alone {
+		return usageError(fs, stderr, "--records needs --alone")
 	}
 	cfg.Nodes, cfg.Scenarios = nodes, scenarios
 	cfg.Duration = time.Duration(math.Round(seconds*1000)) * time.Millisecond
@@ -152,6 +174,52 @@ func readRows(path string) ([]nodecost.Row, error) {
 	}
 	defer f.Close()
 	return nodecost.ReadJSON(f)
+}
+
+// replayRecords replays every record in dir rounds times, interleaved,
+// and prints each one's engine ns per check alone, round by round, and
+// their median.
+func replayRecords(w io.Writer, cfg nodecost.Config, dir string, rounds int) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.rec"))
+	if err != nil || len(paths) == 0 {
+		return fmt.Errorf("no record (*.rec) in %s", dir)
+	}
+	// Smallest clusters first, then by scenario.
+	type record struct {
+		path     string
+		scenario nodecost.Scenario
+		n        int
+		ns       []float64
+	}
+	recs := make([]record, len(paths))
+	for i, p := range paths {
+		sc, n, err := nodecost.ParseRecordName(filepath.Base(p))
+		if err != nil {
+			return err
+		}
+		recs[i] = record{path: p, scenario: sc, n: n}
+	}
+	slices.SortFunc(recs, func(a, b record) int { return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.scenario, b.scenario)) })
+	for range rounds {
+		for i := range recs {
+			ns, err := nodecost.ReplayRecord(cfg, recs[i].n, recs[i].path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", recs[i].path, err)
+			}
+			recs[i].ns = append(recs[i].ns, ns)
+		}
+	}
+	fmt.Fprintf(w, "engine ns per check of node N-1 replayed alone, %d rounds interleaved, and the median\n", rounds)
+	for _, r := range recs {
+		fmt.Fprintf(w, "%-9s %5d", r.scenario, r.n)
+		for _, ns := range r.ns {
+			fmt.Fprintf(w, " %8.0f", ns)
+		}
+		med := slices.Clone(r.ns)
+		slices.Sort(med)
+		fmt.Fprintf(w, "   median %8.0f\n", med[len(med)/2])
+	}
+	return nil
 }
 
 // writeCharts writes one chart per scenario of rows (nodecost.Chart) to

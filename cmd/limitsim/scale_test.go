@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,9 @@ func TestScaleCommandLine(t *testing.T) {
 		{"cut ignored when healthy", []string{"scale", "--nodes", "2", "--scenarios", "healthy", "--seconds", "0.5", "--cut-at", "8s",
 			"--rate-per-node", "50", "--keys-per-node", "10"}, exitOK, "healthy       2", "limitsim scale: 2 nodes, healthy, done in"},
 		{"negative judge", []string{"scale", "--judge", "-1"}, exitUsage, "", "judged keys must not be negative"},
+		{"records without alone", []string{"scale", "--alone=false", "--records", "x"}, exitUsage, "", "--records needs --alone"},
+		{"no rounds", []string{"scale", "--replay", "x", "--rounds", "0"}, exitUsage, "", "--rounds must be between 1 and 100"},
+		{"no records to replay", []string{"scale", "--replay", "/nonexistent"}, exitRuntime, "", "no record (*.rec) in /nonexistent"},
 		{"argument", []string{"scale", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 		{"small run", []string{"scale", "--nodes", "2,3", "--rate-per-node", "50", "--keys-per-node", "10", "--seconds", "2",
 			"--cut-at", "500ms", "--cut-for", "1s"}, exitOK, "fallback      3", "limitsim scale: 3 nodes, fallback, done in"},
@@ -152,5 +156,39 @@ func TestScaleFromJSONToCharts(t *testing.T) {
 	}
 	if code, _, stderr := runCmd(t, "", "scale", "--from", filepath.Join(dir, "missing.jsonl")); code == exitOK || !strings.Contains(stderr, "missing.jsonl") {
 		t.Errorf("a missing --from file: exit %d, %q", code, stderr)
+	}
+}
+
+// TestScaleRecordsReplayed: --records keeps each run's record of node
+// N-1, named by scenario and size, and --replay replays them all again,
+// interleaved, into the figure the run printed as
+// engine_ns_per_check_alone.
+func TestScaleRecordsReplayed(t *testing.T) {
+	dir := t.TempDir()
+	load := []string{"--rate-per-node", "200", "--keys-per-node", "50"}
+	code, stdout, stderr := runCmd(t, "", append([]string{"scale", "--nodes", "2,3", "--scenarios", "healthy", "--seconds", "1", "--json", "--records", dir}, load...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var row struct {
+			Nodes int     `json:"nodes"`
+			Alone float64 `json:"engine_ns_per_check_alone"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil || row.Alone <= 0 {
+			t.Errorf("row %s: engine_ns_per_check_alone %v (%v), want above 0", line, row.Alone, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("healthy-%d.rec", row.Nodes))); err != nil {
+			t.Errorf("%d nodes: %v", row.Nodes, err)
+		}
+	}
+	code, stdout, stderr = runCmd(t, "", "scale", "--replay", dir, "--rounds", "2")
+	if code != exitOK {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"2 rounds interleaved", "healthy       2", "healthy       3", "median"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("replay printed %q, want %q in it", stdout, want)
+		}
 	}
 }

@@ -81,6 +81,10 @@ type Config struct {
 	// node would spend on a machine of its own, which a simulation of
 	// every node in one process cannot measure at large N.
 	Alone bool
+	// Records, with Alone, is a directory to keep each run's record in,
+	// as RecordName names it, for ReplayRecord; empty: a temporary file,
+	// removed after the run.
+	Records string
 
 	// editEngine, if set, changes the nodes' engine configuration
 	// (clustersim.Config.EditEngine): the tests turn failover off with it.

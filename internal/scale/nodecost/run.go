@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/limiterd/limiterd/internal/clustersim"
@@ -142,11 +145,19 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	ty := clustersim.NewTally(sc.Window.Milliseconds(), sc.Limit)
 	var rec *os.File
 	if cfg.Alone {
-		f, err := os.CreateTemp("", "limitsim-node-*.rec")
+		var f *os.File
+		var err error
+		if cfg.Records != "" {
+			f, err = os.Create(filepath.Join(cfg.Records, RecordName(scenario, n)))
+		} else {
+			f, err = os.CreateTemp("", "limitsim-node-*.rec")
+			if err == nil {
+				defer os.Remove(f.Name())
+			}
+		}
 		if err != nil {
 			return Row{}, fmt.Errorf("nodecost: recording a node: %w", err)
 		}
-		defer os.Remove(f.Name())
 		defer f.Close()
 		rec, sc.Record, sc.RecordNode = f, f, AloneNode(n)
 	}
@@ -269,6 +280,41 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	}
 	row.WallS = time.Since(wall).Seconds()
 	return row, nil
+}
+
+// RecordName is the name of the record of scenario on n nodes in
+// Config.Records: "healthy-256.rec".
+func RecordName(scenario Scenario, n int) string {
+	return fmt.Sprintf("%s-%d.rec", scenario, n)
+}
+
+// ParseRecordName is RecordName's inverse, for a file's base name.
+func ParseRecordName(name string) (Scenario, int, error) {
+	base, ok := strings.CutSuffix(name, ".rec")
+	i := strings.LastIndexByte(base, '-')
+	if !ok || i < 0 {
+		return "", 0, fmt.Errorf("%w: %q is no record's name (scenario-N.rec)", ErrInvalidConfig, name)
+	}
+	n, err := strconv.Atoi(base[i+1:])
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %q is no record's name (scenario-N.rec)", ErrInvalidConfig, name)
+	}
+	return Scenario(base[:i]), n, nil
+}
+
+// ReplayRecord replays a record that a run of cfg on n nodes kept
+// (Config.Records) on its node alone and returns its engine ns per check,
+// as Row.EngineNsPerCheckAlone: replayed again, interleaved with other
+// records, it measures ratios free of the machine's drift.
+func ReplayRecord(cfg Config, n int, path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("nodecost: %w", err)
+	}
+	defer f.Close()
+	sc := SimConfig(cfg, n)
+	sc.RecordNode = AloneNode(n)
+	return replayAlone(sc, f)
 }
 
 // replayAlone replays the node sc recorded to rec on its own
