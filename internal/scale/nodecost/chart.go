@@ -68,6 +68,11 @@ func Chart(rows []Row, scenario Scenario) []byte {
 		{Name: "heap per node", Color: "#009E73", Width: 2.5, Markers: true, Points: ratio(func(r Row) float64 { return r.HeapBytesPerNode })},
 		{Name: "share of checks that waited on the network", Color: "#CC79A7", Width: 2, Dash: "6 4", Markers: true, Points: wait},
 	}
+	if !slices.ContainsFunc(rs, func(r Row) bool { return r.EngineNsPerCheckAlone <= 0 }) {
+		// Measured at every size (Config.Alone): beside the simulation's.
+		series = slices.Insert(series, 2, svgchart.Series{Name: "engine time per check, a node alone", Color: "#E69F00", Width: 2.5, Dash: "3 3", Markers: true,
+			Points: ratio(func(r Row) float64 { return r.EngineNsPerCheckAlone })})
+	}
 	for _, s := range series {
 		for _, p := range s.Points {
 			top = max(top, p.Y)

@@ -39,6 +39,14 @@ func TestChartFromJSON(t *testing.T) {
 			t.Errorf("the chart has no point %q", want)
 		}
 	}
+	if strings.Contains(svg, "a node alone") {
+		t.Error("the chart draws a node alone, which no row measured")
+	}
+	// Measured at every size, a node alone is drawn beside them.
+	back[0].EngineNsPerCheckAlone, back[1].EngineNsPerCheckAlone = 2000, 2400
+	if svg := string(Chart(back, Healthy)); !strings.Contains(svg, "engine time per check, a node alone: 64, 1.2<") {
+		t.Error("the chart has no point for a node alone at 64 nodes, 1.2")
+	}
 	if Chart(back, Fallback) != nil {
 		t.Error("a chart of one cluster size, want none")
 	}
