@@ -14,6 +14,8 @@
 //	limitsim replay --rules FILE [--top N] [--decisions] [--trace FILE] [--nodes N ...]
 //	limitsim burst
 //	limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback] [--json] [--zipf S] [--seconds S] [--from FILE --svg FILE] [--cpuprofile FILE]
+//	               [--alone=false] [--records DIR]
+//	limitsim scale --replay DIR [--rounds K]
 //	limitsim scale --mesh [--nodes 8,16,32,64,128] [--keys K] [--rate R | --rate-per-node R] [--seconds S]
 //	limitsim help [COMMAND]
 //

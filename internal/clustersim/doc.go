@@ -69,6 +69,17 @@
 // Config.Dup delivers every message a second time, two intervals and 1 ms
 // late.
 //
+// # One node alone
+//
+// Config.Record writes everything one node takes in (its peers, ticks,
+// messages, checks, what the network brought back for its asks, and its
+// decisions) to a stream as the run goes, and Replay runs that stream
+// again on the node alone, checking every decision against the recorded
+// one. All nodes of a simulation share one process and its caches, so at
+// large N each node's state is cold whenever it runs and its engine time
+// grows with N where a node on a machine of its own would not; the replay
+// times the node's engine as that node would spend it (alone.go).
+//
 // # What holds
 //
 // Every run is deterministic: at one instant ticks run first (in node
