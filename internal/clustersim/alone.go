@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
@@ -245,7 +246,12 @@ func Replay(cfg Config, rec io.Reader) (Replayed, error) {
 				w.stop(tickTimes(&n.times, o))
 			}
 		case recReceive:
-			at, msg := rr.int(), rr.bytes()
+			// Into one buffer, reused: Receive keeps nothing of a
+			// message (engine.Engine.Receive), and garbage the replay
+			// made would be collected on the engine's time.
+			at := rr.int()
+			msg := rr.bytesInto(rp.buf[:0])
+			rp.buf = msg
 			if rr.err == nil {
 				out.Messages++
 				w := s.startWatch()
@@ -297,6 +303,7 @@ type replayer struct {
 	r    *recordReader
 	asks int
 	err  error
+	buf  []byte // the message being replayed
 }
 
 // Coordinate is decision.Coordinator's.
@@ -372,7 +379,10 @@ func (rr *recordReader) int() int64 {
 	return v
 }
 
-func (rr *recordReader) bytes() []byte {
+func (rr *recordReader) bytes() []byte { return rr.bytesInto(nil) }
+
+// bytesInto reads a byte string into buf's array when it has room.
+func (rr *recordReader) bytesInto(buf []byte) []byte {
 	if rr.err != nil {
 		return nil
 	}
@@ -384,7 +394,7 @@ func (rr *recordReader) bytes() []byte {
 		rr.fail(fmt.Errorf("a byte string of %d bytes", n))
 		return nil
 	}
-	b := make([]byte, n)
+	b := slices.Grow(buf[:0], int(n))[:n]
 	_, err = io.ReadFull(rr.r, b)
 	rr.fail(err)
 	return b
