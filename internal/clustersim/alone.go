@@ -67,6 +67,17 @@ type recorder struct {
 // on reports whether node is the one recorded.
 func (r *recorder) on(node int) bool { return r != nil && r.node == node }
 
+// begin starts a record of kind at true time at, if node is the one
+// recorded; the caller adds the fields and flushes it.
+func (r *recorder) begin(node int, kind byte, at int64) bool {
+	if !r.on(node) {
+		return false
+	}
+	r.buf = append(r.buf[:0], kind)
+	r.int(at)
+	return true
+}
+
 func (r *recorder) flushRecord() {
 	if r.err == nil {
 		_, r.err = r.w.Write(r.buf)
@@ -90,36 +101,28 @@ func (s *Cluster) recordStart() {
 }
 
 func (s *Cluster) recordPeerUp(node int, at int64, peer string) {
-	if r := s.rec; r.on(node) {
-		r.buf = append(r.buf, recPeerUp)
-		r.int(at)
+	if r := s.rec; r.begin(node, recPeerUp, at) {
 		r.string(peer)
 		r.flushRecord()
 	}
 }
 
 func (s *Cluster) recordTick(node int, at int64) {
-	if r := s.rec; r.on(node) {
-		r.buf = append(r.buf, recTick)
-		r.int(at)
+	if r := s.rec; r.begin(node, recTick, at) {
 		r.flushRecord()
 	}
 }
 
 func (s *Cluster) recordReceive(node int, at int64, msg []byte) {
-	if r := s.rec; r.on(node) {
-		r.buf = append(r.buf, recReceive)
-		r.int(at)
+	if r := s.rec; r.begin(node, recReceive, at) {
 		r.bytes(msg)
 		r.flushRecord()
 	}
 }
 
 func (s *Cluster) recordCheck(node int, at int64, key string, hits int64) {
-	if r := s.rec; r.on(node) {
+	if r := s.rec; r.begin(node, recCheck, at) {
 		r.checks++
-		r.buf = append(r.buf, recCheck)
-		r.int(at)
 		r.string(key)
 		r.int(hits)
 		r.flushRecord()
@@ -127,9 +130,7 @@ func (s *Cluster) recordCheck(node int, at int64, key string, hits int64) {
 }
 
 func (s *Cluster) recordAsk(node int, got askOutcome) {
-	if r := s.rec; r.on(node) {
-		r.buf = append(r.buf, recAsk)
-		r.int(got.at)
+	if r := s.rec; r.begin(node, recAsk, got.at) {
 		r.int(got.expireAt)
 		r.int(got.lateAt)
 		for _, ms := range [][][]byte{got.answers, got.late} {
