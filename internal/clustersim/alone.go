@@ -181,11 +181,14 @@ func (s *Cluster) finishRecord() error {
 
 // Replayed is what Replay ran.
 type Replayed struct {
-	// Times is the node's engine time, measured as a simulation measures
-	// it (Config.Timed), but with the node's own asks counted in Ask
-	// without the coordinator's part of them, and the asks of other
-	// nodes it answered in Receive.
-	Times Times
+	// Engine is the node's engine time, measured as a simulation measures
+	// it (Config.Timed) but for two things: the node's own asks count
+	// their asking side only, and the asks of other nodes it answered are
+	// among its receives; and its ticks and receives between two checks
+	// are timed as one stretch, read from the record before they run, so
+	// that neither the reading nor the clock (a system call, which would
+	// swamp calls of a few hundred ns) is timed once a message.
+	Engine EngineTime
 	// Checks, Asks and Messages count the node's checks, its asks to
 	// other nodes and the messages it received.
 	Checks, Asks, Messages int
@@ -194,6 +197,13 @@ type Replayed struct {
 // ErrReplayDiffers is returned when a replay does not run what the
 // recorded node ran: a decision came out otherwise, or the record ran out.
 var ErrReplayDiffers = errors.New("clustersim: the replay differs from the recorded run")
+
+// engineInput is a tick (msg nil) or a message of a record, read ahead.
+type engineInput struct {
+	at  int64
+	msg []byte
+	rcv bool
+}
 
 // Replay runs the record of node cfg.RecordNode (read from rec, as a
 // simulation of cfg wrote it) again on that node alone, built as New
@@ -214,55 +224,77 @@ func Replay(cfg Config, rec io.Reader) (Replayed, error) {
 	rp.n = n
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var out Replayed
+	var (
+		out   Replayed
+		eng   EngineTime
+		batch []engineInput // the ticks and messages read ahead
+		arena []byte        // their messages' bytes, reused: Receive keeps none
+	)
+	// run runs the batch under one stopwatch.
+	run := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		w := s.startWatch()
+		defer w.stop(&eng)
+		for _, in := range batch {
+			var err error
+			if in.rcv {
+				_, err = n.eng.Receive(s.clock(n, in.at), in.msg)
+				if errors.Is(err, engine.ErrReplay) {
+					err = nil // a duplicated hello (Config.Dup), as in deliverAt
+				}
+			} else {
+				_, err = n.eng.Tick(s.clock(n, in.at))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		batch, arena = batch[:0], arena[:0]
+		return nil
+	}
 	rr := rp.r
 	for {
 		kind, err := rr.kind()
 		if err == io.EOF {
 			return out, fmt.Errorf("clustersim: replaying node-%d: %w: the record ends before its end", cfg.RecordNode, ErrReplayDiffers)
 		}
-		switch kind {
-		case recEnd:
+		if kind != recTick && kind != recReceive && err == nil {
+			err = run()
+		}
+		switch {
+		case err != nil:
+		case kind == recTick:
+			batch = append(batch, engineInput{at: rr.int()})
+		case kind == recReceive:
+			at := rr.int()
+			// Into the arena: a batch's messages are live together, and
+			// garbage the replay made would be collected on the
+			// engine's time.
+			from := len(arena)
+			if arena = rr.appendBytes(arena); rr.err != nil {
+				break
+			}
+			batch = append(batch, engineInput{at: at, msg: arena[from:], rcv: true})
+			out.Messages++
+		case kind == recEnd:
 			if checks := rr.int(); rr.err == nil && checks != int64(out.Checks) {
 				err = fmt.Errorf("%w: %d checks replayed, %d recorded", ErrReplayDiffers, out.Checks, checks)
 			} else if _, err = rr.kind(); err == io.EOF {
-				out.Times, out.Asks = n.times, rp.asks
+				out.Engine, out.Asks = eng.add(n.times.Ask), rp.asks
 				return out, nil
 			} else {
 				err = fmt.Errorf("%w: records after the end", ErrReplayDiffers)
 			}
-		case recStart:
+		case kind == recStart:
 			s.epochMs = rr.int()
-		case recPeerUp:
+		case kind == recPeerUp:
 			at, peer := rr.int(), rr.string()
 			if rr.err == nil {
 				_, err = n.eng.PeerUp(s.clock(n, at), peer)
 			}
-		case recTick:
-			at := rr.int()
-			if rr.err == nil {
-				w := s.startWatch()
-				var o []engine.Outbound
-				o, err = n.eng.Tick(s.clock(n, at))
-				w.stop(tickTimes(&n.times, o))
-			}
-		case recReceive:
-			// Into one buffer, reused: Receive keeps nothing of a
-			// message (engine.Engine.Receive), and garbage the replay
-			// made would be collected on the engine's time.
-			at := rr.int()
-			msg := rr.bytesInto(rp.buf[:0])
-			rp.buf = msg
-			if rr.err == nil {
-				out.Messages++
-				w := s.startWatch()
-				_, err = n.eng.Receive(s.clock(n, at), msg)
-				w.stop(&n.times.Receive)
-				if errors.Is(err, engine.ErrReplay) {
-					err = nil // a duplicated hello (Config.Dup), as in deliverAt
-				}
-			}
-		case recCheck:
+		case kind == recCheck:
 			at, key, hits := rr.int(), rr.string(), rr.int()
 			if rr.err != nil {
 				break
@@ -304,7 +336,6 @@ type replayer struct {
 	r    *recordReader
 	asks int
 	err  error
-	buf  []byte // the message being replayed
 }
 
 // Coordinate is decision.Coordinator's.
@@ -380,25 +411,27 @@ func (rr *recordReader) int() int64 {
 	return v
 }
 
-func (rr *recordReader) bytes() []byte { return rr.bytesInto(nil) }
+func (rr *recordReader) bytes() []byte { return rr.appendBytes(nil) }
 
-// bytesInto reads a byte string into buf's array when it has room.
-func (rr *recordReader) bytesInto(buf []byte) []byte {
+// appendBytes reads a byte string and appends it to buf. When buf must
+// grow, the bytes before it stay where they were (append's rule): what
+// points into them stays valid.
+func (rr *recordReader) appendBytes(buf []byte) []byte {
 	if rr.err != nil {
-		return nil
+		return buf
 	}
 	n, err := binary.ReadUvarint(rr.r)
 	if rr.fail(err); rr.err != nil {
-		return nil
+		return buf
 	}
 	if n > 1<<26 {
 		rr.fail(fmt.Errorf("a byte string of %d bytes", n))
-		return nil
+		return buf
 	}
-	b := slices.Grow(buf[:0], int(n))[:n]
-	_, err = io.ReadFull(rr.r, b)
+	buf = slices.Grow(buf, int(n))
+	_, err = io.ReadFull(rr.r, buf[len(buf):len(buf)+int(n)])
 	rr.fail(err)
-	return b
+	return buf[:len(buf)+int(n)]
 }
 
 func (rr *recordReader) string() string { return string(rr.bytes()) }

@@ -327,7 +327,7 @@ func replayAlone(sc clustersim.Config, rec *os.File) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nodecost: %w", err)
 	}
-	t := got.Times.Total()
+	t := got.Engine
 	ns := t.Wall
 	if t.CPUOK {
 		ns = t.CPU
