@@ -43,68 +43,81 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		fullOrig uint16
 	)
 	for lo := 0; lo < len(w.sorted); {
-		s := &c.shards[w.sorted[lo].shard]
-		hi := lo + 1
-		for hi < len(w.sorted) && w.sorted[hi].shard == w.sorted[lo].shard {
-			hi++
+		// A batch: the groups of whole shards, in ascending shard order
+		// (so that Merges, each locking in that order, cannot deadlock), until it
+		// holds touchBatch entries. Its shards are all locked while their
+		// entries are touched together, and each is unlocked as soon as
+		// its group is merged.
+		hi := lo
+		w.ends = w.ends[:0]
+		for hi < len(w.sorted) && hi-lo < touchBatch {
+			end := hi + 1
+			for end < len(w.sorted) && w.sorted[end].shard == w.sorted[hi].shard {
+				end++
+			}
+			c.shards[w.sorted[hi].shard].mu.Lock()
+			w.ends = append(w.ends, end)
+			hi = end
 		}
-		group := w.sorted[lo:hi]
-		lo = hi
-		s.mu.Lock()
-		w.touch(s, group)
-		for _, r := range group {
-			e := &entries[r.i]
-			info := &w.infos[r.info]
-			if s.coord.resetsOf().erases(info.slot, e.Key, e.Start) {
-				ms.Erased++ // counted before a reset of the key (reset.go)
-				continue
-			}
-			tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
-			var st state
-			found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
-			if found {
-				st.expire(nowMs, info.windowMs)
-			} else if !s.admit(nowMs, tab) {
-				ms.NoRoom++
-				continue
-			}
-			full := fullSet && fullSlot == info.slot && fullOrig == r.origin && fullKey == e.Key
-			changed, refused := st.merge(r.origin, e.Start, e.Count, info.perOrigin, full)
-			if refused && !full {
-				fullSet, fullSlot, fullKey, fullOrig = true, info.slot, e.Key, r.origin
-			}
-			if changed {
-				ms.Merged++
-				if cs != nil && cs.isHot(st.count(), info.max) {
-					s.hot.mark(info.slot, e.Key, info.max)
+		w.touch(c.shards, w.sorted[lo:hi])
+		for _, end := range w.ends {
+			group := w.sorted[lo:end]
+			lo = end
+			s := &c.shards[group[0].shard]
+			for _, r := range group {
+				e := &entries[r.i]
+				info := &w.infos[r.info]
+				if s.coord.resetsOf().erases(info.slot, e.Key, e.Start) {
+					ms.Erased++ // counted before a reset of the key (reset.go)
+					continue
 				}
-				if r.origin == 0 {
-					// Our own slice from before a restart: closed to new requests.
-					// The next AppendChanges sends it on to every peer: a peer that
-					// restarted at the same time lost it too, and learns a third
-					// node's slices only from that node (StateFor carries the
-					// sender's and the receiver's own).
-					st.set(flagClosed, true)
-					st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
-					if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
-						// A key's slices come together: list it once. The
-						// list outlives the call, so it keeps a copy.
-						ref.key = strings.Clone(ref.key)
-						s.restored = append(s.restored, ref)
+				tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
+				var st state
+				found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
+				if found {
+					st.expire(nowMs, info.windowMs)
+				} else if !s.admit(nowMs, tab) {
+					ms.NoRoom++
+					continue
+				}
+				full := fullSet && fullSlot == info.slot && fullOrig == r.origin && fullKey == e.Key
+				changed, refused := st.merge(r.origin, e.Start, e.Count, info.perOrigin, full)
+				if refused && !full {
+					fullSet, fullSlot, fullKey, fullOrig = true, info.slot, e.Key, r.origin
+				}
+				if changed {
+					ms.Merged++
+					if cs != nil && cs.isHot(st.count(), info.max) {
+						s.hot.mark(info.slot, e.Key, info.max)
 					}
+					if r.origin == 0 {
+						// Our own slice from before a restart: closed to new requests.
+						// The next AppendChanges sends it on to every peer: a peer that
+						// restarted at the same time lost it too, and learns a third
+						// node's slices only from that node (StateFor carries the
+						// sender's and the receiver's own).
+						st.set(flagClosed, true)
+						st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+						if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
+							// A key's slices come together: list it once. The
+							// list outlives the call, so it keeps a copy.
+							ref.key = strings.Clone(ref.key)
+							s.restored = append(s.restored, ref)
+						}
+					}
+				} else if refused {
+					ms.Refused++
+				} else {
+					ms.Unchanged++
 				}
-			} else if refused {
-				ms.Refused++
-			} else {
-				ms.Unchanged++
+				if found || changed {
+					// A tracked key's slices were changed in place (expired,
+					// moved to a new base): its header follows.
+					s.store(info.slot, r.tag, e.Key, &st)
+				}
 			}
-			if found || changed {
-				// A tracked key's slices were changed in place (expired,
-				// moved to a new base): its header follows.
-				s.store(info.slot, r.tag, e.Key, &st)
-			}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 	}
 	return ms
 }
@@ -114,6 +127,7 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 type mergeWork struct {
 	refs, sorted []mergeRef
 	counts       []int32 // per shard, then where its entries start in sorted
+	ends         []int   // where each shard's group of a batch ends in sorted
 	infos        []mergeInfo
 	sink         uint64 // what touch read, so that the reads are not dropped
 }
@@ -200,21 +214,26 @@ func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *Me
 	}
 }
 
-// touch reads, for the entries of one shard (locked), first the index slot
-// each key's probe starts at, then the block of each key it finds, so that
-// the cache misses of all of them overlap; the merge that follows finds
-// them in cache.
-func (w *mergeWork) touch(s *shard, group []mergeRef) {
+// touchBatch is about how many entries Merge touches at once: enough for
+// their cache misses to overlap, few enough that the shards it locks for
+// them are not held long (a batch's merge takes some microseconds).
+const touchBatch = 64
+
+// touch reads, for a batch of entries whose shards are locked, first the
+// index slot each key's probe starts at, then the block of each key it
+// finds, so that the cache misses of all of them overlap; the merge that
+// follows finds them in cache.
+func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	var x uint64
-	for _, r := range group {
-		if t := s.tableAt(w.infos[r.info].slot); t != nil && len(t.idx) > 0 {
+	for _, r := range batch {
+		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil && len(t.idx) > 0 {
 			x += t.idx[int(r.tag)&(len(t.idx)-1)]
 		}
 	}
 	// The block of the first slot with the key's tag: almost always the
 	// key's. Loads only, nothing that waits for them.
-	for _, r := range group {
-		t := s.tableAt(w.infos[r.info].slot)
+	for _, r := range batch {
+		t := shards[r.shard].tableAt(w.infos[r.info].slot)
 		if t == nil || len(t.idx) == 0 {
 			continue
 		}
