@@ -67,7 +67,7 @@ type shard struct {
 	tables    []table     // indexed by Limit.slot
 	keys      int         // entries over all tables
 	lastSweep int64       // unix ms of the last capacity-driven sweep
-	dirty     []dirtyRef  // keys with local changes not yet collected (cluster mode)
+	dirty     []dirtyKey  // keys with local changes not yet collected (cluster mode)
 	hot       hotSet      // keys that reached HotShare of a limit (cluster mode)
 	restored  []dirtyRef  // keys whose own slices a peer gave back: sent on at the next AppendChanges
 	coord     *coordState // grants and remembered denials (coordinated cluster), nil until first used
@@ -108,6 +108,13 @@ func (s *shard) unlock(n int) {
 type dirtyRef struct {
 	slot uint16
 	key  string
+}
+
+// dirtyKey is a key of the dirty list, with its tag (Counter.tagOf) so
+// that collecting it does not hash it again.
+type dirtyKey struct {
+	dirtyRef
+	tag uint32
 }
 
 // New returns a Counter with the given configuration.
@@ -414,7 +421,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 					// bytes (Ask), so the list keeps a copy.
 					k = strings.Clone(key)
 				}
-				s.dirty = append(s.dirty, dirtyRef{slot: l.slot, key: k})
+				s.dirty = append(s.dirty, dirtyKey{dirtyRef{slot: l.slot, key: k}, tag})
 			}
 			if cs.isHot(results[i].Count+hits, l.max) {
 				s.hot.mark(l.slot, key, l.max)

@@ -226,26 +226,13 @@ const touchBatch = 64
 func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	var x uint64
 	for _, r := range batch {
-		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil && len(t.idx) > 0 {
-			x += t.idx[int(r.tag)&(len(t.idx)-1)]
+		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil {
+			x += t.touchSlot(r.tag)
 		}
 	}
-	// The block of the first slot with the key's tag: almost always the
-	// key's. Loads only, nothing that waits for them.
 	for _, r := range batch {
-		t := shards[r.shard].tableAt(w.infos[r.info].slot)
-		if t == nil || len(t.idx) == 0 {
-			continue
-		}
-		mask := len(t.idx) - 1
-		for i := int(r.tag) & mask; t.idx[i] != 0; i = (i + 1) & mask {
-			if e := t.idx[i]; uint32(e>>32) == r.tag {
-				// Its header and, a cache line on, its slices (every
-				// block is longer than minBlock).
-				o := refOff(uint32(e))
-				x += uint64(t.slab.b[o]) + uint64(t.slab.b[o+minBlock-1])
-				break
-			}
+		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil {
+			x += t.touchBlock(r.tag)
 		}
 	}
 	w.sink += x

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,9 +110,19 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
+		// The dirty keys' slots and blocks are read first, all at once,
+		// so that their cache misses overlap (as Merge's do).
+		var x uint64
+		for _, ref := range s.dirty {
+			x += s.tables[ref.slot].touchSlot(ref.tag)
+		}
+		for _, ref := range s.dirty {
+			x += s.tables[ref.slot].touchBlock(ref.tag)
+		}
+		runtime.KeepAlive(x)
 		for _, ref := range s.dirty {
 			t := &s.tables[ref.slot]
-			tag := c.tagOf(ref.key)
+			tag := ref.tag
 			var st state
 			ok := t.get(tag, ref.key, s.buf(0), false, &st)
 			if !ok || !st.is(flagDirty) {

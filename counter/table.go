@@ -43,6 +43,35 @@ func (t *table) lookup(tag uint32, key string) (int, int, bool) {
 	}
 }
 
+// touchSlot reads the index slot a probe for tag starts at, and touchBlock
+// the block of the first slot with tag, almost always the key's: its
+// header and, a cache line on, its slices (every block is longer than
+// minBlock). Loads only, nothing that waits for them: a caller touches a
+// batch of keys' slots, then their blocks, so that the cache misses
+// overlap and the lookups that follow find them in cache. What they
+// return is a sum of what they read, for the caller to keep so that the
+// loads are not dropped.
+func (t *table) touchSlot(tag uint32) uint64 {
+	if len(t.idx) == 0 {
+		return 0
+	}
+	return t.idx[int(tag)&(len(t.idx)-1)]
+}
+
+func (t *table) touchBlock(tag uint32) uint64 {
+	mask := len(t.idx) - 1
+	if mask < 0 {
+		return 0
+	}
+	for i := int(tag) & mask; t.idx[i] != 0; i = (i + 1) & mask {
+		if e := t.idx[i]; uint32(e>>32) == tag {
+			o := refOff(uint32(e))
+			return uint64(t.slab.b[o]) + uint64(t.slab.b[o+minBlock-1])
+		}
+	}
+	return 0
+}
+
 // get sets *st to key's state and reports whether key is tracked. The state's slices
 // are changed in place in the table (packed.go) until they need to move,
 // to sc; private gives a copy in sc from the start. An untracked key's
