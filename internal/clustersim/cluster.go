@@ -102,7 +102,9 @@ type Stats struct {
 	Orphans int
 	// Coordination traffic, apart from the sync figures above: copies
 	// sent (lost ones included) and their bytes.
-	Asks, Answers, Releases             int
+	Asks, Answers, Releases int
+	// Granted counts the asks whose answer, in time, allowed the check.
+	Granted                             int
 	AskBytes, AnswerBytes, ReleaseBytes int64
 }
 

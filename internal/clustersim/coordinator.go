@@ -108,6 +108,9 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	}
 	s.recordAsk(sc.j, got)
 	allowed, rel, err := s.finishAsk(n, asked, got, results, k)
+	if allowed {
+		s.stats.Granted++
+	}
 	if rel != nil {
 		m := rel.Msgs[0]
 		s.stats.Releases++

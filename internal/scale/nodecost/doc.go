@@ -12,7 +12,8 @@
 // count per node and second (sync and coordination), the engines' CPU time
 // per check (clustersim.Times: Tick, Receive and the asks), the live heap
 // of the whole simulation per node, the share of checks that waited on
-// another node, and the accuracy: the worst window of one key against the
+// another node and the share of those the coordinator granted, and the
+// accuracy: the worst window of one key against the
 // limit and the false rejections. In the Fallback scenario node 0
 // (CutNode) is cut off both ways for a while: it decides alone, and the
 // others fail its keys over.

@@ -137,6 +137,10 @@ func TestAccuracySmallClusters(t *testing.T) {
 		if r.NetworkWaitShare <= 0 || r.NetworkWaitShare >= 1 {
 			t.Errorf("%d nodes: network wait share %.4f", r.Nodes, r.NetworkWaitShare)
 		}
+		// Every answer comes in time; some asks are granted.
+		if r.AskGrantedShare <= 0 || r.AskGrantedShare > 1 {
+			t.Errorf("%d nodes: %.4f of the asks granted", r.Nodes, r.AskGrantedShare)
+		}
 		if r.SyncBytesPerNodeS <= r.CoordBytesPerNodeS || r.CoordBytesPerNodeS <= 0 || r.SyncMsgsPerNodeS <= 0 {
 			t.Errorf("%d nodes: sync %.0f B/s (coordination %.0f), %.0f msgs/s", r.Nodes, r.SyncBytesPerNodeS, r.CoordBytesPerNodeS, r.SyncMsgsPerNodeS)
 		}

@@ -58,6 +58,10 @@ type Row struct {
 	// NetworkWaitShare is the share of checks that asked a coordinator on
 	// another node: their decision waited on the network.
 	NetworkWaitShare float64 `json:"network_wait_share"`
+	// AskGrantedShare is the share of those asks that the coordinator
+	// granted: checks of keys with room that neither the blind share nor
+	// a lease covered, rather than of keys at their limit.
+	AskGrantedShare float64 `json:"ask_granted_share"`
 	// FallbackShare is the share of checks the budget decided because no
 	// answer came in time.
 	FallbackShare float64 `json:"fallback_share"`
@@ -254,6 +258,9 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	row.EngineNsPerCheck = float64(ns) / checks
 	row.PairsPerNode = float64(pairs) / float64(n)
 	row.NetworkWaitShare = float64(st.Asks-st0.Asks) / checks
+	if asks := st.Asks - st0.Asks; asks > 0 {
+		row.AskGrantedShare = float64(st.Granted-st0.Granted) / float64(asks)
+	}
 	row.FallbackShare = float64(st.Fallback-st0.Fallback) / checks
 
 	busiest, key := ty.Busiest()
