@@ -48,7 +48,9 @@ func benchSyncer(b *testing.B, name, peer string) (*counter.Counter, *Engine, co
 // (decode, merge); the checks that make the changes run with the timer
 // stopped, being the check path's cost, not sync's. Sub-benchmark all
 // times the checks too, as this benchmark did before sync was measured
-// alone, so that figures of then and now compare.
+// alone, so that figures of then and now compare. Both also report
+// tick-ns/entry and receive-ns/entry: the sending peer's Tick and this
+// node's Receive apart.
 //
 //	go test ./cluster/engine -run '^$' -bench SyncerTickReceive -benchmem
 func BenchmarkSyncerTickReceive(b *testing.B) {
@@ -73,16 +75,21 @@ func benchTickReceive(b *testing.B, syncOnly bool) {
 		}
 		now = now.Add(200 * time.Millisecond)
 	}
+	// The sync path's two halves, timed apart (two clock reads a tick).
+	var ticking, receiving time.Duration
 	sync := func() {
+		t0 := time.Now()
 		out, err := ps.Tick(now)
 		if err != nil {
 			b.Fatal(err)
 		}
+		t1 := time.Now()
 		for _, m := range msgsTo(out, "n1") {
 			if _, err := rs.Receive(now, m); err != nil {
 				b.Fatal(err)
 			}
 		}
+		ticking, receiving = ticking+t1.Sub(t0), receiving+time.Since(t1)
 	}
 	// Warm up a window's worth of state on both sides.
 	for range 300 {
@@ -90,6 +97,7 @@ func benchTickReceive(b *testing.B, syncOnly bool) {
 		sync()
 	}
 	merged0 := rs.Stats.EntriesMerged.Load() + rs.Stats.EntriesIgnored.Load()
+	ticking, receiving = 0, 0
 	// Allocations counted as the timer runs (testing's allocs/op does the
 	// same, but its figure is not readable here to divide by entries).
 	var ms runtime.MemStats
@@ -124,6 +132,8 @@ func benchTickReceive(b *testing.B, syncOnly bool) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(entries), "ns/entry")
 	b.ReportMetric(float64(allocs)/float64(entries), "allocs/entry")
 	b.ReportMetric(float64(entries)/float64(b.N), "entries/tick")
+	b.ReportMetric(float64(ticking.Nanoseconds())/float64(entries), "tick-ns/entry")
+	b.ReportMetric(float64(receiving.Nanoseconds())/float64(entries), "receive-ns/entry")
 }
 
 // BenchmarkSyncerHot measures the anti-entropy scan of a node holding
