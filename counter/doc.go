@@ -337,8 +337,11 @@
 // # Concurrency and zero value
 //
 // A Counter is safe for concurrent use. Keys are spread over Config.Shards
-// independently locked shards by a seeded hash; a call locks exactly one
+// independently locked shards by a seeded hash; a check locks exactly one
 // shard, and all limits of one key live in the same shard, which is what
-// makes a multi-limit check atomic. The zero Counter is not usable; build
-// one with New. Limit and Result are plain values.
+// makes a multi-limit check atomic. Merge alone holds several shards'
+// locks at once, a batch of them, always taken in ascending order, and no
+// call holds one shard's lock while it waits for another's otherwise, so
+// no two calls can deadlock. The zero Counter is not usable; build one with
+// New. Limit and Result are plain values.
 package counter

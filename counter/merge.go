@@ -19,9 +19,13 @@ import (
 // The entries are applied shard by shard, each shard's in their order, so
 // the entries of one key keep theirs. A tick's entries are for keys spread
 // over the whole table, and reading a key's slot and block is mostly two
-// cache misses; under one lock per shard, the slots and then the blocks of
-// the shard's entries are read first, all at once, so that those misses
-// overlap rather than follow one another.
+// cache misses. The shards of a batch of about touchBatch entries are
+// locked together, in ascending order, and the slots and then the blocks
+// of all its entries are read first, at once, so that those misses overlap
+// rather than follow one another; each shard is unlocked once its entries
+// are applied. Batches span shards because a datagram's 36 or so entries
+// fall into about as many shards: one shard at a time, their misses were
+// paid one after the other.
 func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 	var ms MergeStats
 	nowMs := now.UnixMilli()
