@@ -40,18 +40,13 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 	// The (limit, key, origin) last refused: a forged message's entries
 	// come together, and counting that origin's slices again for each of
 	// them would cost what the bound saves.
-	var (
-		fullSet  bool
-		fullSlot uint16
-		fullKey  string
-		fullOrig uint16
-	)
+	var last refused
 	for lo := 0; lo < len(w.sorted); {
 		// A batch: the groups of whole shards, in ascending shard order
-		// (so that Merges, each locking in that order, cannot deadlock), until it
-		// holds touchBatch entries. Its shards are all locked while their
-		// entries are touched together, and each is unlocked as soon as
-		// its group is merged.
+		// (so that Merges, each locking in that order, cannot deadlock),
+		// until it holds touchBatch entries. Its shards are all locked
+		// while their entries are touched together, and each is unlocked
+		// as soon as its group is merged.
 		hi := lo
 		w.ends = w.ends[:0]
 		for hi < len(w.sorted) && hi-lo < touchBatch {
@@ -65,65 +60,77 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		}
 		w.touch(c.shards, w.sorted[lo:hi])
 		for _, end := range w.ends {
-			group := w.sorted[lo:end]
-			lo = end
-			s := &c.shards[group[0].shard]
-			for _, r := range group {
-				e := &entries[r.i]
-				info := &w.infos[r.info]
-				if s.coord.resetsOf().erases(info.slot, e.Key, e.Start) {
-					ms.Erased++ // counted before a reset of the key (reset.go)
-					continue
-				}
-				tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
-				var st state
-				found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
-				if found {
-					st.expire(nowMs, info.windowMs)
-				} else if !s.admit(nowMs, tab) {
-					ms.NoRoom++
-					continue
-				}
-				full := fullSet && fullSlot == info.slot && fullOrig == r.origin && fullKey == e.Key
-				changed, refused := st.merge(r.origin, e.Start, e.Count, info.perOrigin, full)
-				if refused && !full {
-					fullSet, fullSlot, fullKey, fullOrig = true, info.slot, e.Key, r.origin
-				}
-				if changed {
-					ms.Merged++
-					if cs != nil && cs.isHot(st.count(), info.max) {
-						s.hot.mark(info.slot, e.Key, info.max)
-					}
-					if r.origin == 0 {
-						// Our own slice from before a restart: closed to new requests.
-						// The next AppendChanges sends it on to every peer: a peer that
-						// restarted at the same time lost it too, and learns a third
-						// node's slices only from that node (StateFor carries the
-						// sender's and the receiver's own).
-						st.set(flagClosed, true)
-						st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
-						if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
-							// A key's slices come together: list it once. The
-							// list outlives the call, so it keeps a copy.
-							ref.key = strings.Clone(ref.key)
-							s.restored = append(s.restored, ref)
-						}
-					}
-				} else if refused {
-					ms.Refused++
-				} else {
-					ms.Unchanged++
-				}
-				if found || changed {
-					// A tracked key's slices were changed in place (expired,
-					// moved to a new base): its header follows.
-					s.store(info.slot, r.tag, e.Key, &st)
-				}
-			}
+			s := &c.shards[w.sorted[lo].shard]
+			w.apply(s, w.sorted[lo:end], entries, nowMs, cs, &ms, &last)
 			s.mu.Unlock()
+			lo = end
 		}
 	}
 	return ms
+}
+
+// refused is the (limit, key, origin) whose slice Merge refused last.
+type refused struct {
+	set    bool
+	slot   uint16
+	origin uint16
+	key    string
+}
+
+// apply merges the entries of one shard's group (s locked), in their order.
+func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int64, cs *clusterState, ms *MergeStats, last *refused) {
+	for _, r := range group {
+		e := &entries[r.i]
+		info := &w.infos[r.info]
+		if s.coord.resetsOf().erases(info.slot, e.Key, e.Start) {
+			ms.Erased++ // counted before a reset of the key (reset.go)
+			continue
+		}
+		tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
+		var st state
+		found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
+		if found {
+			st.expire(nowMs, info.windowMs)
+		} else if !s.admit(nowMs, tab) {
+			ms.NoRoom++
+			continue
+		}
+		full := last.set && last.slot == info.slot && last.origin == r.origin && last.key == e.Key
+		changed, isRefused := st.merge(r.origin, e.Start, e.Count, info.perOrigin, full)
+		if isRefused && !full {
+			*last = refused{true, info.slot, r.origin, e.Key}
+		}
+		if changed {
+			ms.Merged++
+			if cs != nil && cs.isHot(st.count(), info.max) {
+				s.hot.mark(info.slot, e.Key, info.max)
+			}
+			if r.origin == 0 {
+				// Our own slice from before a restart: closed to new requests.
+				// The next AppendChanges sends it on to every peer: a peer that
+				// restarted at the same time lost it too, and learns a third
+				// node's slices only from that node (StateFor carries the
+				// sender's and the receiver's own).
+				st.set(flagClosed, true)
+				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+				if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
+					// A key's slices come together: list it once. The
+					// list outlives the call, so it keeps a copy.
+					ref.key = strings.Clone(ref.key)
+					s.restored = append(s.restored, ref)
+				}
+			}
+		} else if isRefused {
+			ms.Refused++
+		} else {
+			ms.Unchanged++
+		}
+		if found || changed {
+			// A tracked key's slices were changed in place (expired,
+			// moved to a new base): its header follows.
+			s.store(info.slot, r.tag, e.Key, &st)
+		}
+	}
 }
 
 // mergeWork is one Merge call's working memory, pooled (Counter.merges) so
