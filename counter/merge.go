@@ -23,7 +23,7 @@ import (
 // locked together, in ascending order, and the slots and then the blocks
 // of all its entries are read first, at once, so that those misses overlap
 // rather than follow one another; each shard is unlocked once its entries
-// are applied. Batches span shards because a datagram's 36 or so entries
+// are applied. Batches span shards because a datagram's 40 to 60 entries
 // fall into about as many shards: one shard at a time, their misses were
 // paid one after the other.
 func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {

@@ -128,7 +128,13 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 	var out [][]byte
 	groups := w.groups[:0]
 	defer func() { w.groups = groups[:0] }()
-	size := 16 + len(from) // kind, array header, version, time, from
+	// The exact length of the message so far (msgpack.go's sizes), so that
+	// each message is filled to maxBytes: a tick's changes take as few
+	// datagrams as they can, and every datagram costs a send and a read.
+	// The message's array, version and kind; its sender, time and groups'
+	// array header follow.
+	head := 3 + stringSize(len(from)) + intSize(sentMs)
+	size := head + arrayLenSize(0)
 	flush := func() error {
 		if len(groups) == 0 {
 			return nil
@@ -141,24 +147,33 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 		for i := range groups {
 			clear(groups[i].Keys) // drop key references while the wire waits in the pool
 		}
-		groups, size = groups[:0], 16+len(from)
+		groups, size = groups[:0], head+arrayLenSize(0)
 		return nil
 	}
-	for _, e := range entries {
-		esize := len(e.Key) + 18 // string header (<=3), int64 (9), uint32 (<=5), slack
+	// grow is what adding e adds to the message: the entry, and either its
+	// group's three column headers growing or a new group.
+	grow := func(e *counter.Entry, g *group) int {
+		n := stringSize(len(e.Key)) + intSize(e.Start) + uintSize(uint64(e.Count))
+		if g != nil {
+			k := len(g.Keys)
+			return n + 3*(arrayLenSize(k+1)-arrayLenSize(k))
+		}
+		k := len(groups)
+		return n + arrayLenSize(k+1) - arrayLenSize(k) + 1 + stringSize(len(e.Limit)) + stringSize(len(e.Origin)) + 3*arrayLenSize(1)
+	}
+	for i := range entries {
+		e := &entries[i]
 		var g *group
 		if n := len(groups); n > 0 && groups[n-1].Limit == e.Limit && groups[n-1].Origin == e.Origin {
 			g = &groups[n-1]
 		}
-		gsize := 0
-		if g == nil {
-			gsize = len(e.Limit) + len(e.Origin) + 24
-		}
-		if size+esize+gsize > maxBytes && len(groups) > 0 {
+		add := grow(e, g)
+		if size+add > maxBytes && len(groups) > 0 {
 			if err := flush(); err != nil {
 				return nil, err
 			}
-			g, gsize = nil, len(e.Limit)+len(e.Origin)+24
+			g = nil
+			add = grow(e, nil)
 		}
 		if g == nil {
 			// Reuse the columns of a group an earlier message left behind.
@@ -175,7 +190,7 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 		g.Keys = append(g.Keys, e.Key)
 		g.Starts = append(g.Starts, e.Start)
 		g.Counts = append(g.Counts, e.Count)
-		size += esize + gsize
+		size += add
 	}
 	if err := flush(); err != nil {
 		return nil, err

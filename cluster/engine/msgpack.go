@@ -59,6 +59,62 @@ func appendArrayLen(b []byte, n int) []byte {
 	}
 }
 
+// arrayLenSize, stringSize, intSize and uintSize are the lengths of what
+// appendArrayLen, appendString (a string of n bytes), appendInt and
+// appendUint append: the encoder sizes its messages with them
+// (TestSizesMatchAppends).
+func arrayLenSize(n int) int {
+	switch {
+	case n < 16:
+		return 1
+	case n < 1<<16:
+		return 3
+	default:
+		return 5
+	}
+}
+
+func stringSize(n int) int {
+	switch {
+	case n < 32:
+		return 1 + n
+	case n < 1<<16:
+		return 3 + n
+	default:
+		return 5 + n
+	}
+}
+
+func intSize(i int64) int {
+	switch {
+	case i > math.MaxInt32 || i < math.MinInt32:
+		return 9
+	case i > math.MaxInt16 || i < math.MinInt16:
+		return 5
+	case i > math.MaxInt8 || i < math.MinInt8:
+		return 3
+	case i >= -32 && i <= mpPosFixIntMax:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func uintSize(u uint64) int {
+	switch {
+	case u <= mpPosFixIntMax:
+		return 1
+	case u <= math.MaxUint8:
+		return 2
+	case u <= math.MaxUint16:
+		return 3
+	case u <= math.MaxUint32:
+		return 5
+	default:
+		return 9
+	}
+}
+
 // appendString appends s as go-msgpack writes a string without WriteExt
 // (the handle's default, with which the format was defined): the old
 // spec's raw, fixstr or str16/str32, never str8.
