@@ -43,7 +43,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` node 0 stays cut off")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&cfg.Alone, "alone", cfg.Alone, "record node N-1 to a temporary file and replay it on its own after each run: the engine time a node pays on a machine of its own (engine_ns_per_check_alone)")
-	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` as SCENARIO-N.rec (--replay reads them)")
+	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` (made if missing) as SCENARIO-N.rec (--replay reads them)")
 	fs.StringVar(&replayDir, "replay", "", "run nothing: replay every record in directory `DIR` (--records) --rounds times, interleaved, and print each one's engine ns per check alone")
 	fs.IntVar(&rounds, "rounds", rounds, "rounds `K` of --replay")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object a line instead of the table")
@@ -129,6 +129,13 @@ Flags:
 	}
 	if cfg.Records != "" && !cfg.Alone {
 		return usageError(fs, stderr, "--records needs --alone")
+	}
+	if cfg.Records != "" {
+		// Made now, not found missing after a run's setup (an hour at
+		// 1,000 nodes).
+		if err := os.MkdirAll(cfg.Records, 0o755); err != nil {
+			return usageError(fs, stderr, "--records: %v", err)
+		}
 	}
 	cfg.Nodes, cfg.Scenarios = nodes, scenarios
 	cfg.Duration = time.Duration(math.Round(seconds*1000)) * time.Millisecond

@@ -162,9 +162,9 @@ func TestScaleFromJSONToCharts(t *testing.T) {
 // TestScaleRecordsReplayed: --records keeps each run's record of node
 // N-1, named by scenario and size, and --replay replays them all again,
 // interleaved, into the figure the run printed as
-// engine_ns_per_check_alone.
+// engine_ns_per_check_alone. The directory is made if it is missing.
 func TestScaleRecordsReplayed(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "runs", "today")
 	load := []string{"--rate-per-node", "200", "--keys-per-node", "50"}
 	code, stdout, stderr := runCmd(t, "", append([]string{"scale", "--nodes", "2,3", "--scenarios", "healthy", "--seconds", "1", "--json", "--records", dir}, load...)...)
 	if code != exitOK {
