@@ -60,8 +60,17 @@ fi
 
 lua=$(mktemp --suffix .lua)
 run() { # $1 = path prefix, $2 = address (default the single node); prints requests/s
+  # Each wrk thread draws its own key sequence: with one seed for all, the
+  # threads sent the same keys in step, so every key came in pairs.
   cat >"$lua" <<LUA
-math.randomseed(20260730)
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("id", threads)
+end
+function init(args)
+  math.randomseed(20260730 + id)
+end
 request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
 LUA
   wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://${2:-$addr}" | awk '/Requests\/sec/ {print $2}'
