@@ -93,7 +93,7 @@ func intSize(i int64) int {
 		return 5
 	case i > math.MaxInt8 || i < math.MinInt8:
 		return 3
-	case i >= -32 && i <= mpPosFixIntMax:
+	case i >= -32: // a fixint, positive or negative
 		return 1
 	default:
 		return 2

@@ -134,7 +134,8 @@ Flags:
 		// Made now, not found missing after a run's setup (an hour at
 		// 1,000 nodes).
 		if err := os.MkdirAll(cfg.Records, 0o755); err != nil {
-			return usageError(fs, stderr, "--records: %v", err)
+			fmt.Fprintf(stderr, "limitsim scale: --records: %v\n", err)
+			return exitRuntime
 		}
 	}
 	cfg.Nodes, cfg.Scenarios = nodes, scenarios
