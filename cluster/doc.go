@@ -144,8 +144,8 @@
 // limiterd_sync_dropped_messages_total,
 // limiterd_sync_entries_total{result}, limiterd_cluster_clock_offset_seconds{peer},
 // limiterd_coordinator_asks_total{to}, limiterd_coordinator_asks_expired_total{peer},
-// limiterd_coordinator_skipped_total and limiterd_coordinator_failed_over_peers
-// on the registerer it is given. The per-peer series exist for the peers
+// limiterd_coordinator_skipped_total, limiterd_coordinator_failed_over_peers
+// and limiterd_coordinator_silence_notices_total{notice} on the registerer it is given. The per-peer series exist for the peers
 // that are alive or suspect and disappear with them.
 //
 // # States

@@ -12,7 +12,7 @@ type collector struct {
 	n *Node
 
 	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
-	asks, expired, alone, failedOver                                                                                                                       *prometheus.Desc
+	asks, expired, alone, failedOver, notices                                                                                                              *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -76,14 +76,17 @@ func newCollector(n *Node) *collector {
 			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks.",
 			nil, nil),
 		failedOver: prometheus.NewDesc("limiterd_coordinator_failed_over_peers",
-			"Live peers this node currently passes over as coordinators: they missed their last asks and have sent nothing since.",
+			"Live peers this node currently passes over as coordinators: they missed their last asks, here or as a peer's silence notice said, and have sent nothing since.",
 			nil, nil),
+		notices: prometheus.NewDesc("limiterd_coordinator_silence_notices_total",
+			"Silence notices: sent, once to every peer, when this node failed a coordinator over by its own misses; received from peers that did; told, the coordinators failed over here on a peer's notice.",
+			[]string{"notice"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
 		ch <- d
 	}
 }
@@ -131,5 +134,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.expired, p.AsksExpired, name)
 	}
 	counter(c.alone, s.AsksAlone.Load())
+	counter(c.notices, s.SilenceNoticesSent.Load(), "sent")
+	counter(c.notices, s.SilenceNoticesReceived.Load(), "received")
+	counter(c.notices, s.FailoversTold.Load(), "told")
 	ch <- prometheus.MustNewConstMetric(c.failedOver, prometheus.GaugeValue, float64(len(n.engine.FailedOver(n.now()))))
 }

@@ -213,7 +213,7 @@ func (e *Engine) failedOver(p *peer, now time.Time) bool {
 // again if it had been failed over. Under e.mu.
 func (p *peer) heard(now time.Time) {
 	p.LastMessage = now
-	p.misses = 0
+	p.misses, p.told = 0, false
 }
 
 // FailedOver returns the up peers currently passed over as coordinators,

@@ -169,6 +169,18 @@
 // live coordinator is not failed over for its slowness: its checks wait
 // the deadline and fall back, as before.
 //
+// The node that fails a coordinator over by its own misses tells every up
+// peer so at its next Tick, once (a silence notice, 'F'; silence.go), and
+// a peer that has not heard from the coordinator since the notice was
+// sent fails it over too, until it hears from it. On N nodes a node asks
+// a given coordinator about 1/N of its asks, so without the notice each
+// node would find a silent coordinator out by itself, a second or more
+// apart at 1,000 nodes, and every node's first checks of its keys would
+// fall back to the budget meanwhile: about one admission per node, over a
+// count nobody knows. With it the whole cluster fails the coordinator
+// over within a sync interval of the first miss anywhere, and moves its
+// routed keys' counts to the runner-up at the next tick (Routing).
+//
 // When every node placed above this one is failed over, Ask sends nothing
 // and decides nothing (Asked.Alone): the caller decides with the budget at
 // once. This node does not take the key on as its coordinator, because on
@@ -289,10 +301,11 @@
 // Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
 // answer, 'R' release; 'X' reset asked, 'Z' reset applied, 'Y' its answer,
-// 'K' its acknowledgement) and a msgpack array whose first field is the
-// version: wireVersion, 1, for the sync kinds, coordVersion, 4, for the
-// coordination kinds that need it (3 before stated maxes, 2 before
-// leases), and resetVersion, 1, for the reset kinds. The bytes of each
+// 'K' its acknowledgement; 'F' silence notice) and a msgpack array whose
+// first field is the version: wireVersion, 1, for the sync kinds,
+// coordVersion, 4, for the coordination kinds that need it (3 before
+// stated maxes, 2 before leases), resetVersion, 1, for the reset kinds,
+// and silentVersion, 1, for the notice. The bytes of each
 // kind are pinned by goldens under testdata/wire (go test -update
 // rewrites them), so that a change of the format is deliberate: ask,
 // answer and release are version 3, ask_v4 and answer_v4 version 4,
@@ -344,6 +357,11 @@
 //   - Coordination, 1 and later: a version 1 node drops every
 //     coordination kind (unknown kinds), so the keys it coordinates get
 //     no answers, and it never asks, deciding alone with the budget.
+//
+//   - Silence notices: a node of a release before them drops the notice
+//     as an unknown kind (a decode error) and fails a silent coordinator
+//     over by its own misses, as before; the nodes of this release still
+//     fail it over together.
 //
 //   - Resets: a node of a release before them drops every reset kind, as
 //     an unknown kind (a decode error, logged as a malformed message), and

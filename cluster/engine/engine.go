@@ -278,6 +278,9 @@ const (
 	// PurposeReset: a reset for the key's coordinator, or the
 	// coordinator's for a peer to apply (reset.go).
 	PurposeReset
+	// PurposeSilence: a notice that this node failed a coordinator over
+	// (silence.go), for every up peer.
+	PurposeSilence
 )
 
 // String returns the purpose's name, as logs and metrics would show it.
@@ -303,6 +306,8 @@ func (p Purpose) String() string {
 		return "release"
 	case PurposeReset:
 		return "reset"
+	case PurposeSilence:
+		return "silence"
 	}
 	return fmt.Sprintf("purpose(%d)", uint8(p))
 }
@@ -366,6 +371,9 @@ type Stats struct {
 	AsksToRunnerUp                  atomic.Uint64 // asks sent to a runner-up instead: the key's coordinator had missed its asks
 	AsksExpired                     atomic.Uint64 // asks of either kind given up without an answer (AskExpired)
 	AsksAlone                       atomic.Uint64 // checks Ask left to the budget at once: every node above this one had missed its asks
+	SilenceNoticesSent              atomic.Uint64 // notices of coordinators failed over here, once however many peers get them (silence.go)
+	SilenceNoticesReceived          atomic.Uint64 // peers' notices taken
+	FailoversTold                   atomic.Uint64 // coordinators failed over here on a peer's notice, not on this node's misses
 	Releases                        atomic.Uint64 // releases received
 	NotMember                       atomic.Uint64 // messages dropped: the sender is no member
 	Replays                         atomic.Uint64 // hellos and asks dropped as replays
@@ -387,6 +395,7 @@ type peer struct {
 	stateDue    bool             // owed a full state that a rate limit held back (Tick sends it)
 	clock       clockEstimate    // its clock offset, for MaxClockOffset (skew.go)
 	misses      int              // asks to it given up in a row since it was last heard (ask.go)
+	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or
@@ -553,6 +562,9 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 	if err != nil {
 		return out, err
 	}
+	if out, err = e.silenceNotice(out, now, peers); err != nil {
+		return out, err
+	}
 	out = e.broadcast(out, peers, PurposeDelta, msgs)
 	if out, err = e.sendRoutes(out, now, kindDelta, PurposeDelta); err != nil || !ae {
 		return out, err
@@ -631,6 +643,9 @@ func (e *Engine) Receive(now time.Time, b []byte) (Received, error) {
 	}
 	if isResetKind(b) {
 		return e.receiveReset(now, b) // reset.go
+	}
+	if len(b) > 0 && b[0] == kindSilent {
+		return e.receiveSilent(now, b) // silence.go
 	}
 	from, out, err := e.receiveSync(now, b)
 	return Received{From: from, Out: out}, err

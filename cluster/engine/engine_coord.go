@@ -66,7 +66,7 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 	}
 	e.mu.Lock()
 	if p := e.peers[from]; p != nil {
-		p.misses = 0 // alive: asked again if it had been failed over
+		p.misses, p.told = 0, false // alive: asked again if it had been failed over
 	}
 	e.mu.Unlock()
 	return nil

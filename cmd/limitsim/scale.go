@@ -32,15 +32,16 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	seconds := cfg.Duration.Seconds()
 	asJSON, from, svgOut, cpuProfile, replayDir, rounds := false, "", "", "", "", 3
 	fs.Var(&nodes, "nodes", fmt.Sprintf("comma-separated cluster `SIZES`, each between 2 and %d", clustersim.MaxNodes))
-	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (node 0 silent for a while), partition (node 0 cut off, still serving)")
+	fs.Var(&scenarios, "scenarios", "comma-separated `LIST` of scenarios: healthy, fallback (the cut node silent for a while), partition (the cut node cut off, still serving)")
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
 	fs.IntVar(&cfg.KeysPerNode, "keys-per-node", cfg.KeysPerNode, "distinct keys are `K` x N")
 	fs.Float64Var(&cfg.Zipf, "zipf", cfg.Zipf, "exponent `S` (> 1) of the keys' Zipf popularity")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed `S` of the key draw")
 	fs.Float64Var(&seconds, "seconds", seconds, "model seconds `S` of load (60: one window; less for a quick look, e.g. 0.05)")
 	fs.IntVar(&cfg.Judged, "judge", cfg.Judged, "judge the `K` hottest keys exactly (0: every key expected at a quarter of the limit in a window)")
-	fs.DurationVar(&cfg.CutAt, "cut-at", cfg.CutAt, "model time `D` at which the fallback scenario cuts node 0 off")
-	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` node 0 stays cut off")
+	fs.DurationVar(&cfg.CutAt, "cut-at", cfg.CutAt, "model time `D` at which the fallback and partition scenarios cut the cut node off")
+	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
+	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&cfg.Alone, "alone", cfg.Alone, "record node N-1 to a temporary file and replay it on its own after each run: the engine time a node pays on a machine of its own (engine_ns_per_check_alone)")
 	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` (made if missing) as SCENARIO-N.rec (--replay reads them)")
@@ -53,7 +54,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
-                     [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--workers W] [--alone=false]
+                     [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
        limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -69,9 +70,9 @@ For each cluster size N and scenario: R checks a second on each node
 behind a load balancer), each for a key drawn among K x N keys (HS1's
 200,000 per 8 nodes) by Zipf popularity (rank k with weight (1+k)^-S,
 seeded), under the one rule of HS3 (600 per 60 s, 12 slices), for S model
-seconds. In the fallback scenario node 0 goes silent from --cut-at for
---cut-for, as a node that dies and comes back: cut off both ways, its
-requests going to the others, which fail its keys over. In the partition
+seconds. In the fallback scenario node --cut-node (0) goes silent from
+--cut-at for --cut-for, as a node that dies and comes back: cut off both
+ways, its requests going to the others, which fail its keys over. In the partition
 scenario (not run by default) it is cut off the same way but still takes
 its share of the requests and decides them alone, by the budget.
 

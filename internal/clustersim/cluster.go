@@ -82,7 +82,7 @@ type Stats struct {
 	Messages int   // copies sent, every purpose (deltas, anti-entropy, heartbeats, hellos, catch-ups), twice with Dup
 	Bytes    int64 // bytes of those copies
 	// Sent is Messages and Bytes by purpose (index: engine.Purpose).
-	Sent     [engine.PurposeRelease + 1]Traffic
+	Sent     [engine.PurposeSilence + 1]Traffic
 	Requests int   // requests checked
 	FirstAt  int64 // true time of the first request
 	LastAt   int64 // true time of the last request

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
@@ -19,7 +20,7 @@ type Scenario string
 const (
 	// Healthy: every message arrives.
 	Healthy Scenario = "healthy"
-	// Fallback: one node (CutNode) goes silent from CutAt for CutFor, as
+	// Fallback: one node (Config.CutNode) goes silent from CutAt for CutFor, as
 	// a node that dies and comes back: cut off both ways, and the load
 	// balancer sends its requests to the others. The others' asks to it
 	// go unanswered, they decide those by the budget (fall back) and,
@@ -72,6 +73,11 @@ type Config struct {
 	// CutAt and CutFor place the cut of the Fallback and Partition
 	// scenarios.
 	CutAt, CutFor time.Duration
+	// CutNode is the node they cut off ("node-0" is 0): below the smallest
+	// cluster size less one, since the last node is the one Alone records.
+	// Which node it is decides which keys lose their coordinator, and so
+	// how hot the keys the cut touches are.
+	CutNode int
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
@@ -148,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if fallback && (c.CutAt < 0 || c.CutFor <= 0 || c.CutAt%time.Millisecond != 0 || c.CutFor%time.Millisecond != 0 || c.CutAt+c.CutFor > c.Duration) {
 		bad("the cut (at %v for %v) must be whole milliseconds, last a while and end within the run (%v)", c.CutAt, c.CutFor, c.Duration)
+	}
+	if fallback && (c.CutNode < 0 || c.CutNode >= slices.Min(append([]int{clustersim.MaxNodes}, c.Nodes...))-1) {
+		bad("the cut node must be between 0 and the smallest cluster size less 2 (the last node is replayed alone), got %d", c.CutNode)
 	}
 	if c.Workers < 0 {
 		bad("workers must not be negative, got %d", c.Workers)

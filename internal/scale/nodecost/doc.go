@@ -14,8 +14,8 @@
 // of the whole simulation per node, the share of checks that waited on
 // another node and the share of those the coordinator granted, and the
 // accuracy: the worst window of one key against the
-// limit and the false rejections. In the Fallback scenario node 0
-// (CutNode) is cut off both ways for a while: it decides alone, and the
+// limit and the false rejections. In the Fallback scenario one node
+// (Config.CutNode) is cut off both ways for a while: it decides alone, and the
 // others fail its keys over.
 //
 // # What holds

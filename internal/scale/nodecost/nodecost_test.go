@@ -270,6 +270,10 @@ func TestConfigValidate(t *testing.T) {
 		{"judge", func(c *Config) { c.Judged = -1 }, "judged"},
 		{"cut late", func(c *Config) { c.CutAt = 58 * time.Second }, "end within the run"},
 		{"cut late, healthy only", func(c *Config) { c.CutAt, c.Scenarios = 58*time.Second, []Scenario{Healthy} }, ""},
+		{"cut node", func(c *Config) { c.CutNode = 6 }, ""},
+		{"cut node alone", func(c *Config) { c.CutNode = 7 }, "cut node"},
+		{"cut node negative", func(c *Config) { c.CutNode = -1 }, "cut node"},
+		{"cut node, healthy only", func(c *Config) { c.CutNode, c.Scenarios = 7, []Scenario{Healthy} }, ""},
 		{"workers", func(c *Config) { c.Workers = -1 }, "workers"},
 	}
 	for _, tc := range tests {

@@ -127,16 +127,13 @@ func SimConfig(cfg Config, n int) clustersim.Config {
 	return sc
 }
 
-// CutNode is the node the fallback scenario silences.
-const CutNode = 0
-
 // AloneNode is the node of n that Config.Alone replays: the last, never
 // the cut one.
 func AloneNode(n int) int { return n - 1 }
 
 // runOne is one scenario on n nodes: request i at floor(i*1000/R) ms, R =
 // RatePerNode x n, on node i mod n (round robin, as behind a load
-// balancer: each request of a key may reach any node; while node 0 is
+// balancer: each request of a key may reach any node; while the cut node is
 // silent in the Fallback scenario, its requests go to the others), its key
 // drawn by the Zipf draw; the decisions of the judged ranks go to the
 // exact log.
@@ -196,7 +193,7 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	for t := int64(0); t < durMs; t++ {
 		switch t {
 		case cutAt:
-			sim.SetCut(func(from, to int) bool { return from == CutNode || to == CutNode })
+			sim.SetCut(func(from, to int) bool { return from == cfg.CutNode || to == cfg.CutNode })
 		case cutEnd:
 			sim.SetCut(nil)
 		}
@@ -204,9 +201,9 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 			r := ks.next()
 			key := ks.name(r)
 			node := int(i % int64(n))
-			if node == CutNode && scenario == Fallback && t >= cutAt && t < cutEnd {
+			if node == cfg.CutNode && scenario == Fallback && t >= cutAt && t < cutEnd {
 				// The silent node's share goes to the others, evenly.
-				node = 1 + int(i/int64(n)%int64(n-1))
+				node = (cfg.CutNode + 1 + int(i/int64(n)%int64(n-1))) % n
 			}
 			if err := sim.Check(t, key, node, 1, &d); err != nil {
 				return row, err
@@ -214,7 +211,7 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 			if d.Untracked {
 				row.Untracked++
 			}
-			if d.Decided == limiter.DecidedInFallback && node != CutNode {
+			if d.Decided == limiter.DecidedInFallback && node != cfg.CutNode {
 				row.FallbacksLive++
 			}
 			if !d.Allowed {

@@ -29,7 +29,7 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 	fmt.Fprintf(bw, "limit %d per %v in %d slices; %d checks/s on each node, round robin, over %d x N keys drawn Zipf(%g) (seed %d);\n",
 		sc.Limit, sc.Window, sc.Slices, cfg.RatePerNode, cfg.KeysPerNode, cfg.Zipf, cfg.Seed)
 	fmt.Fprintf(bw, "%v of model time; from %v for %v node %d is cut off both ways, taking no requests (fallback) or\n",
-		cfg.Duration, cfg.CutAt, cfg.CutFor, CutNode)
+		cfg.Duration, cfg.CutAt, cfg.CutFor, cfg.CutNode)
 	fmt.Fprintf(bw, "still taking its share and deciding alone (partition). Per node and model second;\n")
 	fmt.Fprintf(bw, "engine: ns of engine time (Tick, Receive, asks) per check; alone: the same of node N-1 replayed on its own after the run;\n")
 	fmt.Fprintf(bw, "wait: share of checks that asked another node;\n")
