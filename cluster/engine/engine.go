@@ -396,6 +396,7 @@ type peer struct {
 	clock       clockEstimate    // its clock offset, for MaxClockOffset (skew.go)
 	misses      int              // asks to it given up in a row since it was last heard (ask.go)
 	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
+	toldAt      time.Time        // when this node last told the peers it failed it over
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or

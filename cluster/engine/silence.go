@@ -27,13 +27,16 @@ import (
 // its next tick (route.go), so the runner-up grants on the whole count.
 //
 // A notice is sent once per coordinator and silence (peer.told, cleared
-// when the coordinator is heard from), by Tick, so it costs one datagram
-// per up peer per failover, at most one per node per sync interval. A node
-// told does not tell again. A coordinator that is only slow, or cut off
-// from one node alone, is asked again by each node as soon as that node
-// hears from it (any message: a heartbeat comes every AntiEntropyInterval);
-// meanwhile two nodes may grant its keys, which the bound of two
-// coordinators covers (package counter).
+// when the coordinator is heard from), and about one coordinator at most
+// once per RejoinInterval, by Tick: one datagram per up peer per failover,
+// at most one per node per sync interval. A node told does not tell
+// again. A coordinator that is only slow, or cut off from one node alone,
+// is asked again by each node as soon as that node hears from it (any
+// message: a heartbeat comes every AntiEntropyInterval); meanwhile two
+// nodes may grant its keys, which the bound of two coordinators covers
+// (package counter). The RejoinInterval keeps a node that keeps losing a
+// live coordinator's answers (a one-way loss) from failing it over
+// everywhere more often than that.
 //
 // Mixed versions: a node of an earlier release drops the notice as an
 // unknown kind (a decode error) and fails the coordinator over by its own
@@ -88,10 +91,12 @@ func (e *Engine) silenceNotice(out []Outbound, now time.Time, peers []string) ([
 	var silent []string
 	e.mu.Lock()
 	for _, name := range peers {
-		if p := e.peers[name]; p != nil && !p.told && p.misses > 0 && e.failedOver(p, now) {
-			p.told = true
-			silent = append(silent, name)
+		p := e.peers[name]
+		if p == nil || p.told || p.misses == 0 || !e.failedOver(p, now) || !p.toldAt.IsZero() && now.Sub(p.toldAt) < e.cfg.RejoinInterval {
+			continue
 		}
+		p.told, p.toldAt = true, now
+		silent = append(silent, name)
 	}
 	e.mu.Unlock()
 	if len(silent) == 0 {
