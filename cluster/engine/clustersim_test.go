@@ -1,12 +1,14 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/internal/clustersim"
+	"github.com/limiterd/limiterd/limiter"
 )
 
 // The engines' black-box tests on the simulated network of package
@@ -178,5 +180,59 @@ func TestSilenceWithoutCatchUpLeavesCountsApart(t *testing.T) {
 	}
 	if got := count(t, cl, 1, ms, "k"); got != 0 {
 		t.Fatalf("node-1 counts %d; the scenario no longer needs the catch-up", got)
+	}
+}
+
+// TestSilentCoordinatorFailedOverEverywhere: one node's misses fail a
+// silent coordinator over on every node at the tick after them (the
+// silence notice), so a node that never asked it before asks the
+// runner-up at once instead of waiting out a deadline and deciding alone.
+func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
+	const n = 12
+	cfg := clustersim.DefaultConfig()
+	cfg.Nodes, cfg.Routing, cfg.EveryTick = n, counter.RouteAlways, true
+	cl, err := clustersim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(0); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = cl.Node(i).Name()
+	}
+	key := "k"
+	for i := 0; engine.CoordinatorOf(key, names) != names[0]; i++ {
+		key = "k" + string(rune('a'+i%26)) + key
+	}
+	step(t, cl, 1000)
+	cl.SetCut(func(from, to int) bool { return from == 0 || to == 0 })
+	var d limiter.Decision
+	ms := int64(1001)
+	for i := range engine.DefaultConfig("x").FailoverMisses {
+		if err := cl.Check(ms, key, 1, 1, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Decided != limiter.DecidedInFallback {
+			t.Fatalf("check %d of node 0's key at node 1 with node 0 cut off: decided %v, want in fallback", i+1, d.Decided)
+		}
+		ms += 20
+	}
+	// Node 1 tells the others at its next tick; nobody else asked node 0.
+	step(t, cl, ms+cfg.Sync.Milliseconds())
+	for i := 2; i < n; i++ {
+		e := cl.Node(i).Engine()
+		if got := e.FailedOver(cl.Clock(i, ms)); !slices.Equal(got, []string{names[0]}) || e.Stats.FailoversTold.Load() != 1 || e.Stats.AsksExpired.Load() != 0 {
+			t.Fatalf("%s fails over %v (%d told, %d of its own asks expired), want %s on node 1's notice alone",
+				names[i], got, e.Stats.FailoversTold.Load(), e.Stats.AsksExpired.Load(), names[0])
+		}
+	}
+	ms += cfg.Sync.Milliseconds() + 1
+	if err := cl.Check(ms, key, 5, 1, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Decided != limiter.DecidedByCoordinator || !d.Allowed {
+		t.Fatalf("node 5's check of the key after the notice: %+v, want allowed by the runner-up", d)
 	}
 }

@@ -369,12 +369,13 @@ func (s *Cluster) Check(at int64, key string, node int, hits int64, d *limiter.D
 	default:
 		s.stats.Here++
 	}
-	if d.Allowed && !d.Untracked && !n.changed {
+	if (d.Allowed && !d.Untracked || d.Decided == limiter.DecidedInFallback) && !n.changed {
 		// A tick with nothing to send changes no decision (see EveryTick),
-		// so a node ticks after a change or when anti-entropy is due: a
-		// sparse trace does not iterate over every idle interval. Its next
-		// tick is the first after at (one at at itself ran before the
-		// request).
+		// so a node ticks after a change, after an ask it gave up (which
+		// may fail its coordinator over, and the tick tells the peers:
+		// engine, "Failover") or when anti-entropy is due: a sparse trace
+		// does not iterate over every idle interval. Its next tick is the
+		// first after at (one at at itself ran before the request).
 		n.changed = true
 		n.nextTick = min(n.nextTick, s.gridAtOrAfter(n, at+1))
 		if n.ticking {
