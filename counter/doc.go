@@ -175,8 +175,9 @@
 //
 // Two coordinators at once: during a change of membership, or while some
 // nodes have failed a silent coordinator over to the key's runner-up and
-// others not yet (package cluster/engine, "Failover"), two nodes grant the
-// same key, each counting its own grants. A grant g at either fits its
+// others not yet (package cluster/engine, "Failover": the first node to
+// fail it over tells the others, so that lasts about a sync interval), two
+// nodes grant the same key, each counting its own grants. A grant g at either fits its
 // count, C + h <= L, and what that count misses is what it missed above
 // (each node's U, at most b, and the tails) plus the other coordinator's
 // grants that no node had merged by g: grants of the last grant lifetime,
