@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/hashicorp/memberlist"
 
@@ -26,37 +27,55 @@ import (
 //     stream; counts travel by our own anti-entropy (hot keys every
 //     AntiEntropyInterval, full state on join and hello), which is
 //     bounded per message.
-//   - NodeMeta carries Config.HTTPAddr, shown by the peers' /cluster, and
-//     a "leaving" mark set just before a graceful leave: memberlist tells
+//   - NodeMeta carries Config.HTTPAddr, shown by the peers' /cluster, a
+//     "leaving" mark set just before a graceful leave (memberlist tells
 //     its event delegate that a node is gone but not whether it failed or
-//     left, and the mark tells the two apart.
+//     left, and the mark tells the two apart), and the newest sync message
+//     version the node decodes, which the peers' engines write to it only
+//     once every member decodes it (engine.SetPeerSyncVersion).
 type delegate struct{ n *Node }
 
 // NodeMeta implements memberlist.Delegate.
 func (d delegate) NodeMeta(limit int) []byte {
-	b := encodeMeta(d.n.cfg.HTTPAddr, d.n.leaving.Load())
+	b := encodeMeta(meta{http: d.n.cfg.HTTPAddr, leaving: d.n.leaving.Load(), sync: engine.SyncVersion})
 	if len(b) > limit {
 		return nil
 	}
 	return b
 }
 
+// meta is what a node states about itself in its memberlist metadata.
+type meta struct {
+	http    string // Config.HTTPAddr, shown by the peers' /cluster
+	leaving bool   // set just before a graceful leave
+	// sync is the newest sync message version the node decodes
+	// (engine.SetPeerSyncVersion); 1 for a release that states none.
+	sync uint8
+}
+
 // encodeMeta and decodeMeta are the node metadata format: URL query
 // syntax, so that fields can be added without breaking older peers.
-func encodeMeta(http string, leaving bool) []byte {
+func encodeMeta(m meta) []byte {
 	v := url.Values{}
-	if http != "" {
-		v.Set("http", http)
+	if m.http != "" {
+		v.Set("http", m.http)
 	}
-	if leaving {
+	if m.leaving {
 		v.Set("leaving", "1")
+	}
+	if m.sync > 1 {
+		v.Set("sync", strconv.Itoa(int(m.sync)))
 	}
 	return []byte(v.Encode())
 }
 
-func decodeMeta(b []byte) (http string, leaving bool) {
+func decodeMeta(b []byte) meta {
 	v, _ := url.ParseQuery(string(b)) // a malformed field only loses itself
-	return v.Get("http"), v.Get("leaving") == "1"
+	m := meta{http: v.Get("http"), leaving: v.Get("leaving") == "1", sync: 1}
+	if s, err := strconv.ParseUint(v.Get("sync"), 10, 8); err == nil && s > 1 {
+		m.sync = uint8(s)
+	}
+	return m
 }
 
 // NotifyMsg implements memberlist.Delegate. It is called on memberlist's
@@ -124,17 +143,21 @@ func (n *Node) record(nd *memberlist.Node, event string) {
 	cp := *nd
 	cp.Addr = slices.Clone(nd.Addr)
 	cp.Meta = slices.Clone(nd.Meta)
-	http, leaving := decodeMeta(nd.Meta)
+	md := decodeMeta(nd.Meta)
 	// memberlist does not fill Node.State; the event says what happened.
 	state := memberlist.StateAlive
 	if event == "leave" {
 		state = memberlist.StateDead
-		if leaving {
+		if md.leaving {
 			state = memberlist.StateLeft
 		}
 	}
-	m := &member{node: cp, addr: nd.Address(), http: http, state: state, since: n.now()}
+	m := &member{node: cp, addr: nd.Address(), http: md.http, state: state, since: n.now()}
 	self := nd.Name == n.cfg.NodeName
+	if !self {
+		// Before reconcile sends it anything: the version it decodes.
+		n.engine.SetPeerSyncVersion(nd.Name, md.sync)
+	}
 	n.mu.Lock()
 	n.members[nd.Name] = m
 	if event == "join" && !self {

@@ -48,12 +48,16 @@ func TestRateLogSuppressesFloods(t *testing.T) {
 
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add([]byte("http=127.0.0.1%3A8081&leaving=1"))
+	f.Add([]byte("http=127.0.0.1%3A8081&sync=2"))
+	f.Add([]byte("sync=300"))
 	f.Add([]byte("%zz&;=="))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		http, leaving := decodeMeta(b)
-		h2, l2 := decodeMeta(encodeMeta(http, leaving))
-		if h2 != http || l2 != leaving {
-			t.Fatalf("round trip of (%q, %v) gave (%q, %v)", http, leaving, h2, l2)
+		m := decodeMeta(b)
+		if m.sync < 1 {
+			t.Fatalf("sync version %d: a peer decodes version 1 at least", m.sync)
+		}
+		if m2 := decodeMeta(encodeMeta(m)); m2 != m {
+			t.Fatalf("round trip of %+v gave %+v", m, m2)
 		}
 	})
 }

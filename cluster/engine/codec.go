@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
@@ -21,8 +22,43 @@ const (
 	kindHello byte = 'H' // "I (re)started: send me what I had counted"
 )
 
-// wireVersion is the message format version; a receiver drops others.
-const wireVersion = 1
+// Sync message versions. A receiver decodes both and drops others
+// (ErrVersion); a sender writes wireVersion when every peer it sends to
+// decodes it, and wireVersionPlain otherwise (Engine.SetPeerSyncVersion,
+// doc.go "Wire format and versions").
+//
+// Version 1 writes each key whole and each start as unix ms: 9 bytes a
+// start, and the whole key, when a tick's keys are mostly of one form
+// ("client-123456") and its slices a few seconds old. Version 2 has the
+// same msgpack schema and writes, in the Keys column, each key as one
+// string: a byte, the length of the prefix it shares with the group's
+// previous key (0 for a group's first, at most 255), then the rest of the
+// key; and in the Starts column each start as SentMs − start, its age at
+// the send (two's complement, so every int64 start round-trips). A tick
+// of short keys of one form takes about half the bytes, so half the
+// datagrams, each a send and a read.
+const (
+	wireVersionPlain = 1
+	wireVersion      = 2
+)
+
+// knownWireVersion reports whether v is a sync version this node decodes.
+func knownWireVersion(v uint64) bool { return v == wireVersionPlain || v == wireVersion }
+
+// maxSharedPrefix is the longest shared prefix a version 2 key states
+// (its first byte).
+const maxSharedPrefix = 255
+
+// sharedPrefix returns the length of the prefix a version 2 key states:
+// what it shares with prev, at most maxSharedPrefix.
+func sharedPrefix(prev, key string) int {
+	n := min(len(prev), len(key), maxSharedPrefix)
+	i := 0
+	for i < n && prev[i] == key[i] {
+		i++
+	}
+	return i
+}
 
 // message is the msgpack body after the kind byte.
 type message struct {
@@ -80,7 +116,9 @@ func newHandle(maxInit int) *codec.MsgpackHandle {
 type wire struct {
 	body    []byte            // the message being encoded, kind byte first
 	groups  []group           // being encoded
-	m       message           // last decoded; its strings alias the message's bytes
+	m       message           // last decoded; its strings alias the message's bytes, its keys of version 2 keys
+	keys    []byte            // the keys of the last decoded message of version 2, rebuilt (wire.expandKeys)
+	keyEnds []int             // where each of them ends in keys
 	entries []counter.Entry   // last decoded, flattened
 	names   map[string]string // senders' names, copied once (wire.decode)
 	coord   coordBufs         // the coordination messages' (askcodec_decode.go)
@@ -97,9 +135,10 @@ func newWire(*codec.MsgpackHandle) *wire {
 // dozen members, and names forged by non-members must not grow it.
 const maxNames = 64
 
-// encodeEntries encodes entries into messages of kind with a fresh wire.
+// encodeEntries encodes entries into messages of kind, at wireVersion,
+// with a fresh wire.
 func encodeEntries(h *codec.MsgpackHandle, kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
-	return newWire(h).encodeEntries(kind, from, sentMs, entries, maxBytes)
+	return newWire(h).encodeEntries(kind, wireVersion, from, sentMs, entries, maxBytes)
 }
 
 // decode decodes one message with a fresh wire.
@@ -111,11 +150,11 @@ func decode(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (byte, message, 
 	return kind, *m, err
 }
 
-// encodeEntries encodes entries into messages of kind, none longer than
-// maxBytes. Entries are grouped by (limit, origin) so names are sent once a
-// group; a group that does not fit is split across messages. It sorts
-// entries in place.
-func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
+// encodeEntries encodes entries into messages of kind and version, none
+// longer than maxBytes. Entries are grouped by (limit, origin) so names are
+// sent once a group; a group that does not fit is split across messages.
+// It sorts entries in place.
+func (w *wire) encodeEntries(kind byte, version uint8, from string, sentMs int64, entries []counter.Entry, maxBytes int) ([][]byte, error) {
 	byGroup := func(a, b counter.Entry) int {
 		return cmp.Or(cmp.Compare(a.Limit, b.Limit), cmp.Compare(a.Origin, b.Origin))
 	}
@@ -139,7 +178,7 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 		if len(groups) == 0 {
 			return nil
 		}
-		b, err := w.encode(kind, message{Version: wireVersion, From: from, SentMs: sentMs, Groups: groups})
+		b, err := w.encode(kind, message{Version: version, From: from, SentMs: sentMs, Groups: groups})
 		if err != nil {
 			return err
 		}
@@ -154,6 +193,15 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 	// group's three column headers growing or a new group.
 	grow := func(e *counter.Entry, g *group) int {
 		n := stringSize(len(e.Key)) + intSize(e.Start) + uintSize(uint64(e.Count))
+		if version >= wireVersion {
+			// The key after its shared prefix, behind the prefix's byte;
+			// the start as its age (codedKeySize, appendMessage).
+			prev := ""
+			if g != nil {
+				prev = g.Keys[len(g.Keys)-1]
+			}
+			n = codedKeySize(prev, e.Key) + intSize(sentMs-e.Start) + uintSize(uint64(e.Count))
+		}
 		if g != nil {
 			k := len(g.Keys)
 			return n + 3*(arrayLenSize(k+1)-arrayLenSize(k))
@@ -196,7 +244,7 @@ func (w *wire) encodeEntries(kind byte, from string, sentMs int64, entries []cou
 		return nil, err
 	}
 	if kind == kindHello && len(out) == 0 {
-		b, err := w.encode(kind, message{Version: wireVersion, From: from, SentMs: sentMs})
+		b, err := w.encode(kind, message{Version: version, From: from, SentMs: sentMs})
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +294,16 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 	if err != nil {
 		return 0, nil, err
 	}
-	if version != wireVersion {
-		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrVersion, version, wireVersion)
+	if !knownWireVersion(version) {
+		return 0, nil, fmt.Errorf("%w: version %d, want %d or %d", ErrVersion, version, wireVersionPlain, wireVersion)
+	}
+	coded := version >= wireVersion
+	// A coded key is its prefix's byte and the rest: one byte more than
+	// the longest key it may stand for.
+	maxKey := lim.MaxKeyBytes
+	if coded {
+		maxKey++
+		w.keys, w.keyEnds = w.keys[:0], w.keyEnds[:0]
 	}
 	from, err := r.str(lim.MaxNameBytes)
 	if err != nil {
@@ -296,12 +352,17 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 		}
 		g.Keys = slices.Grow(g.Keys[:0], nk)[:nk]
 		for i := range g.Keys {
-			k, err := r.str(lim.MaxKeyBytes)
+			k, err := r.str(maxKey)
 			if err != nil {
 				return 0, nil, err
 			}
 			if k == "" {
 				return 0, nil, fmt.Errorf("%w: empty key", ErrMalformed)
+			}
+			if coded {
+				if err := w.expandKey(i, k, lim.MaxKeyBytes); err != nil {
+					return 0, nil, err
+				}
 			}
 			g.Keys[i] = k
 		}
@@ -316,6 +377,9 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 		for i := range g.Starts {
 			if g.Starts[i], err = r.int(); err != nil {
 				return 0, nil, err
+			}
+			if coded {
+				g.Starts[i] = sentMs - g.Starts[i] // an age: wraps as the sender's subtraction did
 			}
 		}
 		nc, err := r.arrayLen()
@@ -337,8 +401,66 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 	if r.off != len(b) {
 		return 0, nil, fmt.Errorf("%w: %d bytes after the message", ErrMalformed, len(b)-r.off)
 	}
+	if coded {
+		w.keyStrings(groups)
+	}
 	m.Version, m.From, m.SentMs, m.Groups = uint8(version), w.name(from), sentMs, groups
 	return kind, m, nil
+}
+
+// codedKeySize is the length appendCodedKey writes for key after prev.
+func codedKeySize(prev, key string) int {
+	return stringSize(1 + len(key) - sharedPrefix(prev, key))
+}
+
+// appendCodedKey appends key as version 2 writes it after prev, the
+// group's previous key ("" for its first): one string, the length of
+// their shared prefix as a byte, then the rest of key.
+func appendCodedKey(b []byte, prev, key string) []byte {
+	p := sharedPrefix(prev, key)
+	b = appendStrLen(b, 1+len(key)-p)
+	return append(append(b, byte(p)), key[p:]...)
+}
+
+// expandKey rebuilds the i-th key of a group of a version 2 message from
+// its coded form k into w.keys, refusing a prefix longer than the
+// previous key (or any prefix on a group's first key) and a key empty or
+// longer than maxKey. keyStrings makes the strings once the message is
+// read, when w.keys no longer moves.
+func (w *wire) expandKey(i int, k string, maxKey int) error {
+	p, rest := int(k[0]), k[1:]
+	prevStart, prevEnd := 0, 0
+	if i > 0 {
+		prevEnd = w.keyEnds[len(w.keyEnds)-1]
+		if len(w.keyEnds) > 1 {
+			prevStart = w.keyEnds[len(w.keyEnds)-2]
+		}
+	}
+	if p > prevEnd-prevStart {
+		return fmt.Errorf("%w: a key sharing %d bytes with a previous key of %d", ErrMalformed, p, prevEnd-prevStart)
+	}
+	if n := p + len(rest); n == 0 || n > maxKey {
+		return fmt.Errorf("%w: a key of %d bytes", ErrMalformed, n)
+	}
+	w.keys = append(w.keys, w.keys[prevStart:prevStart+p]...)
+	w.keys = append(w.keys, rest...)
+	w.keyEnds = append(w.keyEnds, len(w.keys))
+	return nil
+}
+
+// keyStrings points the decoded groups' keys at the keys expandKey
+// rebuilt, in order. They alias w.keys, as a version 1 message's alias
+// its bytes, until w's next decode.
+func (w *wire) keyStrings(groups []group) {
+	start, j := 0, 0
+	for gi := range groups {
+		keys := groups[gi].Keys
+		for i := range keys {
+			end := w.keyEnds[j]
+			keys[i] = unsafe.String(&w.keys[start], end-start)
+			start, j = end, j+1
+		}
+	}
 }
 
 // name returns a copy of the sender name from, which aliases a message:

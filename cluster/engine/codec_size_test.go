@@ -60,48 +60,57 @@ func TestEncodeFillsMessages(t *testing.T) {
 		{"small datagrams", 500, 200, mixed},
 		{"columns past 15 and past 65535", 70_000, 1 << 21, shortKeys},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(5, uint64(tc.n)))
-			es := make([]counter.Entry, tc.n)
-			for i := range es {
-				es[i] = tc.gen(rng, i)
-			}
-			w := newWire(nil)
-			msgs, err := w.encodeEntries(kindDelta, "n2", 1_800_000_000_123, es, tc.maxBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lim := DefaultDecodeLimits()
-			lim.MaxMessageBytes, lim.MaxEntries = 1<<22, 1<<20
-			var got [][]counter.Entry
-			total := 0
-			for _, b := range msgs {
-				_, m, err := newWire(nil).decode(b, lim)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ents := m.entries(nil)
-				if len(b) > tc.maxBytes && len(ents) > 1 {
-					t.Errorf("a message of %d entries is %d bytes, more than %d", len(ents), len(b), tc.maxBytes)
-				}
-				got = append(got, ents)
-				total += len(ents)
-			}
-			if total != len(es) {
-				t.Fatalf("%d entries in %d messages, want %d", total, len(msgs), len(es))
-			}
-			for i := 0; i+1 < len(got); i++ {
-				more := append(append([]counter.Entry(nil), got[i]...), got[i+1][0])
-				one, err := newWire(nil).encodeEntries(kindDelta, "n2", 1_800_000_000_123, more, 1<<30)
-				if err != nil || len(one) != 1 {
-					t.Fatalf("%d messages, %v", len(one), err)
-				}
-				if len(one[0]) <= tc.maxBytes {
-					t.Fatalf("message %d of %d is %d bytes: the next entry would have fit (%d bytes with it, at most %d)",
-						i, len(msgs), len(msgs[i]), len(one[0]), tc.maxBytes)
-				}
-			}
-		})
+	for _, version := range []uint8{wireVersionPlain, wireVersion} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("v%d/%s", version, tc.name), func(t *testing.T) { checkEncodeFills(t, version, tc.n, tc.maxBytes, tc.gen) })
+		}
+	}
+}
+
+// checkEncodeFills encodes n entries of gen at version into messages of
+// at most maxBytes and checks them as TestEncodeFillsMessages says.
+func checkEncodeFills(t *testing.T, version uint8, n, maxBytes int, gen func(rng *rand.Rand, i int) counter.Entry) {
+	rng := rand.New(rand.NewPCG(5, uint64(n)))
+	es := make([]counter.Entry, n)
+	for i := range es {
+		es[i] = gen(rng, i)
+	}
+	w := newWire(nil)
+	msgs, err := w.encodeEntries(kindDelta, version, "n2", 1_800_000_000_123, es, maxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := DefaultDecodeLimits()
+	lim.MaxMessageBytes, lim.MaxEntries = 1<<22, 1<<20
+	var got [][]counter.Entry
+	total := 0
+	for _, b := range msgs {
+		_, m, err := newWire(nil).decode(b, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Version != version {
+			t.Fatalf("a message of version %d, want %d", m.Version, version)
+		}
+		ents := m.entries(nil)
+		if len(b) > maxBytes && len(ents) > 1 {
+			t.Errorf("a message of %d entries is %d bytes, more than %d", len(ents), len(b), maxBytes)
+		}
+		got = append(got, ents)
+		total += len(ents)
+	}
+	if total != len(es) {
+		t.Fatalf("%d entries in %d messages, want %d", total, len(msgs), len(es))
+	}
+	for i := 0; i+1 < len(got); i++ {
+		more := append(append([]counter.Entry(nil), got[i]...), got[i+1][0])
+		one, err := newWire(nil).encodeEntries(kindDelta, version, "n2", 1_800_000_000_123, more, 1<<30)
+		if err != nil || len(one) != 1 {
+			t.Fatalf("%d messages, %v", len(one), err)
+		}
+		if len(one[0]) <= maxBytes {
+			t.Fatalf("message %d of %d is %d bytes: the next entry would have fit (%d bytes with it, at most %d)",
+				i, len(msgs), len(msgs[i]), len(one[0]), maxBytes)
+		}
 	}
 }

@@ -43,8 +43,13 @@ func oracleDecode(b []byte, lim DecodeLimits) (kind byte, m message, err error) 
 	if err := codec.NewDecoderBytes(b[1:], newHandle(1024)).Decode(&m); err != nil {
 		return 0, m, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if m.Version != wireVersion {
+	if m.Version != wireVersionPlain && m.Version != wireVersion {
 		return 0, m, fmt.Errorf("%w: version %d", ErrVersion, m.Version)
+	}
+	if m.Version == wireVersion {
+		if err := oracleExpand(&m, lim); err != nil {
+			return 0, m, err
+		}
 	}
 	if m.From == "" || len(m.From) > lim.MaxNameBytes {
 		return 0, m, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
@@ -69,11 +74,75 @@ func oracleDecode(b []byte, lim DecodeLimits) (kind byte, m message, err error) 
 	return kind, m, nil
 }
 
+// oracleExpand turns the columns of a version 2 message as go-msgpack
+// read them (each key coded against the one before it, each start an
+// age: codec.go, wireVersion) into its keys and starts, with the checks
+// version 2 adds: a coded key has its prefix's byte, a group's first key
+// shares nothing, no key shares more than the previous key has, and no
+// rebuilt key is empty or longer than lim.MaxKeyBytes.
+func oracleExpand(m *message, lim DecodeLimits) error {
+	for gi := range m.Groups {
+		g := &m.Groups[gi]
+		if len(g.Keys) != len(g.Starts) {
+			return nil // refused by the caller's column check
+		}
+		prev := ""
+		for i, k := range g.Keys {
+			if len(k) == 0 || len(k) > lim.MaxKeyBytes+1 {
+				return fmt.Errorf("%w: coded key of %d bytes", ErrMalformed, len(k))
+			}
+			p := int(k[0])
+			if p > len(prev) {
+				return fmt.Errorf("%w: key shares %d bytes of %d", ErrMalformed, p, len(prev))
+			}
+			g.Keys[i] = prev[:p] + k[1:]
+			prev = g.Keys[i]
+			g.Starts[i] = m.SentMs - g.Starts[i]
+		}
+	}
+	return nil
+}
+
+// oracleCode is m as version 2 puts it on the wire, for go-msgpack to
+// write: every key coded against the one before it (the longest shared
+// prefix, at most 255 bytes), every start its age; m itself if it is of
+// version 1. It is oracleExpand's inverse.
+func oracleCode(m *message) *message {
+	if m.Version != wireVersion {
+		return m
+	}
+	c := *m
+	c.Groups = slices.Clone(m.Groups)
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		if g.Keys != nil {
+			keys := make([]string, len(g.Keys))
+			prev := ""
+			for i, k := range g.Keys {
+				p := 0
+				for p < min(len(prev), len(k), 255) && prev[p] == k[p] {
+					p++
+				}
+				keys[i], prev = string([]byte{byte(p)})+k[p:], k
+			}
+			g.Keys = keys
+		}
+		if g.Starts != nil {
+			starts := make([]int64, len(g.Starts))
+			for i, st := range g.Starts {
+				starts[i] = m.SentMs - st
+			}
+			g.Starts = starts
+		}
+	}
+	return &c
+}
+
 // oracleEncode is go-msgpack's encoding of m after kind.
 func oracleEncode(t testing.TB, kind byte, m *message) []byte {
 	t.Helper()
 	var body []byte // the encoder writes from the start of its buffer
-	if err := codec.NewEncoderBytes(&body, newHandle(1024)).Encode(m); err != nil {
+	if err := codec.NewEncoderBytes(&body, newHandle(1024)).Encode(oracleCode(m)); err != nil {
 		t.Fatal(err)
 	}
 	return append([]byte{kind}, body...)
@@ -274,7 +343,7 @@ func randomMessage(rng *rand.Rand, lim DecodeLimits) message {
 		}
 		return int64(rng.Uint64()) >> rng.IntN(64)
 	}
-	m := message{Version: wireVersion, From: str(lim.MaxNameBytes), SentMs: anInt()}
+	m := message{Version: []uint8{wireVersionPlain, wireVersion}[rng.IntN(2)], From: str(lim.MaxNameBytes), SentMs: anInt()}
 	if rng.IntN(4) == 0 {
 		if rng.IntN(2) == 0 {
 			m.Groups = []group{}
@@ -293,7 +362,19 @@ func randomMessage(rng *rand.Rand, lim DecodeLimits) message {
 			g.Keys, g.Starts, g.Counts = []string{}, []int64{}, []uint32{}
 		}
 		for range n {
-			g.Keys = append(g.Keys, str(min(lim.MaxKeyBytes, 300)))
+			k := str(min(lim.MaxKeyBytes, 300))
+			if last := len(g.Keys) - 1; last >= 0 && rng.IntN(2) == 0 {
+				// A key sharing a prefix with the one before it, as a
+				// tick's keys of one form do (coded in version 2), at
+				// times past the 255 bytes a coded key can state, or all
+				// of it: the same key again.
+				prev := g.Keys[last]
+				k = prev[:rng.IntN(len(prev)+1)] + k[:rng.IntN(len(k)+1)]
+				if k == "" || len(k) > lim.MaxKeyBytes {
+					k = prev
+				}
+			}
+			g.Keys = append(g.Keys, k)
 			g.Starts = append(g.Starts, anInt())
 			g.Counts = append(g.Counts, uint32(uint64(anInt())))
 		}
@@ -312,6 +393,7 @@ func randomMessage(rng *rand.Rand, lim DecodeLimits) message {
 // that hold it (a string as str or bin), an empty column as nil or an
 // empty array.
 func wideEncode(rng *rand.Rand, kind byte, m *message) []byte {
+	m = oracleCode(m)
 	b := []byte{kind}
 	arr := func(n int, isNil bool) {
 		if isNil || n == 0 && rng.IntN(4) == 0 {
@@ -447,27 +529,33 @@ func TestDecodeRefusesOutsideTheSchema(t *testing.T) {
 		}
 		return append([]byte{kindDelta}, out...)
 	}
-	good := body(&message{Version: wireVersion, From: "n1", SentMs: 5, Groups: []group{{Limit: "l", Origin: "n1", Keys: []string{"k"}, Starts: []int64{1}, Counts: []uint32{2}}}})
+	good := body(&message{Version: wireVersionPlain, From: "n1", SentMs: 5, Groups: []group{{Limit: "l", Origin: "n1", Keys: []string{"k"}, Starts: []int64{1}, Counts: []uint32{2}}}})
 	for _, tc := range []struct {
 		name   string
 		b      []byte
 		oracle bool // go-msgpack (and the checks after it) accepted it
 	}{
-		{"a group as a map of its fields", body([]any{wireVersion, "n1", 5, []any{map[string]any{"Limit": "l", "Origin": "n1", "Keys": []string{"k"}, "Starts": []int64{1}, "Counts": []uint32{2}}}}), true},
-		{"the message as a map", body(map[string]any{"Version": wireVersion, "From": "n1"}), true},
+		{"a group as a map of its fields", body([]any{wireVersionPlain, "n1", 5, []any{map[string]any{"Limit": "l", "Origin": "n1", "Keys": []string{"k"}, "Starts": []int64{1}, "Counts": []uint32{2}}}}), true},
+		{"the message as a map", body(map[string]any{"Version": wireVersionPlain, "From": "n1"}), true},
 		{"a short message: no send time, no groups", []byte("D\x92\x01\xa2n9"), true},
-		{"a message of five fields", body([]any{wireVersion, "n1", 5, nil, "more"}), true},
-		{"a short group", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1"}}}), true},
+		{"a message of five fields", body([]any{wireVersionPlain, "n1", 5, nil, "more"}), true},
+		{"a short group", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1"}}}), true},
 		{"bytes after the message", append(slices.Clip(good), 0xc0), true},
-		{"nil for the send time", body([]any{wireVersion, "n1", nil, nil}), true},
-		{"a start beyond int64, as uint64", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []uint64{math.MaxInt64 + 1}, []uint32{2}}}}), true},
-		{"a float for a count", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []float64{2}}}}), false},
-		{"a negative count", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []int64{-2}}}}), false},
-		{"a count beyond uint32", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []uint64{math.MaxUint32 + 1}}}}), false},
-		{"version 2", body([]any{2, "n1", 5, nil}), false},
+		{"nil for the send time", body([]any{wireVersionPlain, "n1", nil, nil}), true},
+		{"a start beyond int64, as uint64", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []uint64{math.MaxInt64 + 1}, []uint32{2}}}}), true},
+		{"a float for a count", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []float64{2}}}}), false},
+		{"a negative count", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []int64{-2}}}}), false},
+		{"a count beyond uint32", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{"k"}, []int64{1}, []uint64{math.MaxUint32 + 1}}}}), false},
+		{"version 3", body([]any{3, "n1", 5, nil}), false},
+		{"version 2: a group's first key sharing a prefix", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"\x01k"}, []int64{1}, []uint32{2}}}}), false},
+		{"version 2: a key sharing more than the key before it has", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"\x00k", "\x02j"}, []int64{1, 1}, []uint32{2, 2}}}}), false},
+		{"version 2: a coded key without its prefix's byte", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{""}, []int64{1}, []uint32{2}}}}), false},
+		{"version 2: a key rebuilt empty", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"\x00"}, []int64{1}, []uint32{2}}}}), false},
+		{"version 2: a key rebuilt longer than MaxKeyBytes", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1",
+			[]string{"\x00" + strings.Repeat("k", DefaultDecodeLimits().MaxKeyBytes), "\x01" + strings.Repeat("k", DefaultDecodeLimits().MaxKeyBytes)}, []int64{1, 1}, []uint32{2, 2}}}}), false},
 		{"a key column longer than the message", []byte("D\x94\x01\xa2n1\x05\x91\x95\xa1l\xa2n1\xdd\xff\xff\xff\xff\xa1k"), false},
-		{"columns of different lengths", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{"k", "j"}, []int64{1}, []uint32{2, 3}}}}), false},
-		{"an empty key", body([]any{wireVersion, "n1", 5, []any{[]any{"l", "n1", []string{""}, []int64{1}, []uint32{2}}}}), false},
+		{"columns of different lengths", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{"k", "j"}, []int64{1}, []uint32{2, 3}}}}), false},
+		{"an empty key", body([]any{wireVersionPlain, "n1", 5, []any{[]any{"l", "n1", []string{""}, []int64{1}, []uint32{2}}}}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, werr := oracleDecode(tc.b, DefaultDecodeLimits())
@@ -512,7 +600,7 @@ func codecEntries(perTick int) []counter.Entry {
 func TestCodecAllocs(t *testing.T) {
 	es := codecEntries(1000)
 	w := newWire(nil)
-	msgs, err := w.encodeEntries(kindDelta, "n2", 1_800_000_000_123, es, DefaultDatagramBytes)
+	msgs, err := w.encodeEntries(kindDelta, wireVersion, "n2", 1_800_000_000_123, es, DefaultDatagramBytes)
 	if err != nil || len(msgs) < 10 {
 		t.Fatalf("%d messages, %v", len(msgs), err)
 	}
@@ -533,7 +621,7 @@ func TestCodecAllocs(t *testing.T) {
 	// The messages, and the list of them growing.
 	want := float64(len(msgs) + bitsLen(len(msgs)) + 1)
 	if a := testing.AllocsPerRun(20, func() {
-		if _, err := w.encodeEntries(kindDelta, "n2", 1_800_000_000_123, es, DefaultDatagramBytes); err != nil {
+		if _, err := w.encodeEntries(kindDelta, wireVersion, "n2", 1_800_000_000_123, es, DefaultDatagramBytes); err != nil {
 			t.Fatal(err)
 		}
 	}); a > want {
@@ -617,7 +705,7 @@ func BenchmarkCodec(b *testing.B) {
 	lim := DefaultDecodeLimits()
 	b.ReportAllocs()
 	for b.Loop() {
-		msgs, err := enc.encodeEntries(kindDelta, "n2", 1_800_000_000_123, es, DefaultDatagramBytes)
+		msgs, err := enc.encodeEntries(kindDelta, wireVersion, "n2", 1_800_000_000_123, es, DefaultDatagramBytes)
 		if err != nil {
 			b.Fatal(err)
 		}

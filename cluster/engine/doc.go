@@ -302,14 +302,16 @@
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
 // answer, 'R' release; 'X' reset asked, 'Z' reset applied, 'Y' its answer,
 // 'K' its acknowledgement; 'F' silence notice) and a msgpack array whose
-// first field is the version: wireVersion, 1, for the sync kinds,
-// coordVersion, 4, for the coordination kinds that need it (3 before
-// stated maxes, 2 before leases), resetVersion, 1, for the reset kinds,
-// and silentVersion, 1, for the notice. The bytes of each
+// first field is the version: wireVersion, 2, for the sync kinds (1
+// before keys were coded against the one before them and starts sent as
+// ages: codec.go), coordVersion, 4, for the coordination kinds that need
+// it (3 before stated maxes, 2 before leases), resetVersion, 1, for the
+// reset kinds, and silentVersion, 1, for the notice. The bytes of each
 // kind are pinned by goldens under testdata/wire (go test -update
-// rewrites them), so that a change of the format is deliberate: ask,
-// answer and release are version 3, ask_v4 and answer_v4 version 4,
-// ask_v2 and answer_v2 version 2.
+// rewrites them), so that a change of the format is deliberate: delta,
+// state, hello and heartbeat are sync version 1, delta_v2 and the others
+// version 2; ask, answer and release are version 3, ask_v4 and answer_v4
+// version 4, ask_v2 and answer_v2 version 2.
 //
 // The sync and coordination kinds are written and read by a small msgpack
 // writer and reader for their fixed schemas (msgpack.go, askcodec.go), not
@@ -325,7 +327,15 @@
 //
 // Mixed versions:
 //
-//   - Sync kinds: every version so far syncs counts with every other.
+//   - Sync kinds, 1 and 2: a version 2 node decodes both. It states the
+//     version it decodes in its membership metadata ("sync=2"; a release
+//     before it states none, read as 1), and writes version 2 only while
+//     every peer it knows of states 2 (SetPeerSyncVersion), version 1
+//     otherwise: during a rolling upgrade the whole cluster syncs in
+//     version 1, and it turns to version 2 when the last older node is
+//     upgraded or forgotten, logged once on each node. A version 1 node
+//     drops version 2 messages (ErrVersion, counted apart), which no
+//     node writes while it is a member.
 //
 //   - Coordination, 2 and 3: a version 3 node decodes asks, answers and
 //     releases of version 2 and 3, and answers an ask in the ask's

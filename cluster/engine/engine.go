@@ -397,6 +397,9 @@ type peer struct {
 	misses      int              // asks to it given up in a row since it was last heard (ask.go)
 	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
 	toldAt      time.Time        // when this node last told the peers it failed it over
+	// decodes is the newest sync version it decodes (SetPeerSyncVersion);
+	// 0 when not told, taken as wireVersion.
+	decodes uint8
 }
 
 // Engine is the cluster's sync policy, with no goroutine, clock, network or
@@ -421,10 +424,13 @@ type Engine struct {
 	lastView view                       // where the previous tick routed
 	resend   []counter.Entry            // routed entries sent since the last anti-entropy
 
-	mu     sync.Mutex
-	peers  map[string]*peer
-	ring   *ring  // this node and its up peers; nil when membership changed since it was built
-	nodes  int    // up peers plus one, as last given to the counter
+	mu    sync.Mutex
+	peers map[string]*peer
+	ring  *ring // this node and its up peers; nil when membership changed since it was built
+	nodes int   // up peers plus one, as last given to the counter
+	// sends is the sync version this node writes: the oldest one a peer
+	// was told to decode (SetPeerSyncVersion), wireVersion if none.
+	sends  atomic.Uint32
 	states tokens // the MaxStateSends bucket
 	owed   int    // peers with stateDue
 
@@ -459,8 +465,45 @@ func New(c *counter.Counter, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{c: c, cfg: cfg, log: lg, h: newHandle(1024), peers: make(map[string]*peer), pending: make(map[uint64]pendingAsk), nodes: 1, routes: make(map[string][]counter.Entry), askSeq: cfg.FirstAskID}
 	e.pool.New = func() any { return newWire(e.h) }
+	e.sends.Store(wireVersion)
 	return e, nil
 }
+
+// SetPeerSyncVersion records the newest sync message version the peer
+// name decodes, as its membership metadata states it: 1 for a release
+// before version 2 (whose metadata states none). Until every peer this
+// engine knows of decodes wireVersion, it writes its sync messages in
+// version 1, which every release decodes, so that a rolling upgrade never
+// splits the cluster; a peer never told is taken to decode wireVersion
+// (the simulator's and the tests' engines are all of this release).
+// Forget drops what it was told.
+func (e *Engine) SetPeerSyncVersion(name string, version uint8) {
+	if name == e.cfg.Self {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.peer(name).decodes = version
+	if was := e.SyncVersion(); e.resetSends() != was {
+		e.log.Info("sync message version changed: it is the oldest a member decodes", "version", e.SyncVersion(), "was", was, "peer", name, "peer_decodes", version)
+	}
+}
+
+// resetSends sets e.sends from the peers' versions and returns it. Under e.mu.
+func (e *Engine) resetSends() uint8 {
+	v := uint8(wireVersion)
+	for _, p := range e.peers {
+		if p.decodes != 0 {
+			v = min(v, max(p.decodes, wireVersionPlain))
+		}
+	}
+	e.sends.Store(uint32(v))
+	return v
+}
+
+// SyncVersion returns the sync message version this engine writes now
+// (SetPeerSyncVersion).
+func (e *Engine) SyncVersion() uint8 { return uint8(e.sends.Load()) }
 
 // SyncInterval returns the counter's sync interval.
 func (e *Engine) SyncInterval() time.Duration {
@@ -979,6 +1022,7 @@ func (e *Engine) Forget(name string) {
 	}
 	delete(e.peers, name)
 	nodes := e.recount()
+	e.resetSends()
 	e.mu.Unlock()
 	if changed {
 		e.nodesChanged(nodes)
@@ -1066,7 +1110,7 @@ func (e *Engine) StateFor(now time.Time, peer string) ([][]byte, error) {
 // no key is hot, so that peers keep hearing from this node.
 func (e *Engine) heartbeat(now time.Time) ([][]byte, error) {
 	w := e.pool.Get().(*wire)
-	b, err := w.encode(kindState, message{Version: wireVersion, From: e.cfg.Self, SentMs: now.UnixMilli()})
+	b, err := w.encode(kindState, message{Version: e.SyncVersion(), From: e.cfg.Self, SentMs: now.UnixMilli()})
 	if err != nil {
 		return nil, err
 	}
@@ -1077,7 +1121,7 @@ func (e *Engine) heartbeat(now time.Time) ([][]byte, error) {
 // encode encodes entries with a pooled wire.
 func (e *Engine) encode(kind byte, now time.Time, entries []counter.Entry, maxBytes int) ([][]byte, error) {
 	w := e.pool.Get().(*wire)
-	msgs, err := w.encodeEntries(kind, e.cfg.Self, now.UnixMilli(), entries, cmp.Or(maxBytes, e.cfg.DatagramBytes))
+	msgs, err := w.encodeEntries(kind, e.SyncVersion(), e.cfg.Self, now.UnixMilli(), entries, cmp.Or(maxBytes, e.cfg.DatagramBytes))
 	if err == nil {
 		e.pool.Put(w) // after an error the codec's state is not trusted again
 	}

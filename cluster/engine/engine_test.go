@@ -141,8 +141,11 @@ func up(t testing.TB, ms int64, nodes ...testNode) {
 func TestSyncRoundTrip(t *testing.T) {
 	a, b := newTestNode(t, "a", 2), newTestNode(t, "b", 2)
 	up(t, 0, a, b)
+	// Keys that share little, so that even coded (version 2) a tick of
+	// them needs more than one message.
+	key := func(i int) string { return fmt.Sprintf("%02d-client-of-the-round-trip", i) }
 	for i := range 300 {
-		a.hit(t, int64(i), fmt.Sprint("client-", i%100), 1)
+		a.hit(t, int64(i), key(i%100), 1)
 	}
 	out, err := a.e.Tick(at(300))
 	if err != nil {
@@ -160,9 +163,8 @@ func TestSyncRoundTrip(t *testing.T) {
 	deliver(t, b, at(300), msgs)
 	deliver(t, b, at(300), msgs) // duplicates change nothing
 	for i := range 100 {
-		key := fmt.Sprint("client-", i)
-		if got := b.count(t, 301, key); got != 3 {
-			t.Fatalf("b counts %d for %s, want 3", got, key)
+		if got := b.count(t, 301, key(i)); got != 3 {
+			t.Fatalf("b counts %d for %s, want 3", got, key(i))
 		}
 	}
 	if p := b.e.Peers()["a"]; p.LastMessage != at(300) || p.Offset != 0 || !p.Up {

@@ -200,12 +200,20 @@ func appendMessage(b []byte, m *message) []byte {
 		b = append(b, mpFixArray|5)
 		b = appendString(b, g.Limit)
 		b = appendString(b, g.Origin)
+		// Version 2 codes each key against the one before it and writes
+		// each start as its age (codec.go, wireVersion).
+		coded := m.Version >= wireVersion
 		if g.Keys == nil {
 			b = append(b, mpNil)
 		} else {
 			b = appendArrayLen(b, len(g.Keys))
+			prev := ""
 			for _, k := range g.Keys {
-				b = appendString(b, k)
+				if coded {
+					b, prev = appendCodedKey(b, prev, k), k
+				} else {
+					b = appendString(b, k)
+				}
 			}
 		}
 		if g.Starts == nil {
@@ -213,6 +221,9 @@ func appendMessage(b []byte, m *message) []byte {
 		} else {
 			b = appendArrayLen(b, len(g.Starts))
 			for _, s := range g.Starts {
+				if coded {
+					s = m.SentMs - s
+				}
 				b = appendInt(b, s)
 			}
 		}

@@ -60,7 +60,7 @@ func TestWireReuse(t *testing.T) {
 	// And encoding after encoding reuses groups without mixing them.
 	es := []counter.Entry{{Limit: "a|1|1", Origin: "x", Key: "k", Start: 5, Count: 1}}
 	for range 3 {
-		msgs, err := w.encodeEntries(kindDelta, "n9", 1, slices.Clone(es), 1<<20)
+		msgs, err := w.encodeEntries(kindDelta, wireVersion, "n9", 1, slices.Clone(es), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}

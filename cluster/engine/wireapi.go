@@ -15,6 +15,12 @@ const (
 	KindHello = kindHello // a new process asking for what it had counted
 )
 
+// SyncVersion is the newest sync message version this release writes
+// and decodes; it decodes every older one too. A node states it in its
+// membership metadata, and its peers write it only once every member
+// states it (Engine.SetPeerSyncVersion).
+const SyncVersion = wireVersion
+
 // EncodeEntries encodes entries as sync messages of kind (KindDelta,
 // KindState or KindHello) from the node named from, sent at sentMs (unix
 // ms on its clock), none longer than maxBytes unless one entry alone is.

@@ -208,10 +208,10 @@ func Example_replayCluster() {
 	// # false_rejections 0
 	// # sync_deltas 2
 	// # sync_messages 6
-	// # sync_bytes 202
+	// # sync_bytes 188
 	// # sync_duration_ms 300
 	// # sync_messages_per_node_s 10.0
-	// # sync_bytes_per_node_s 336.7
+	// # sync_bytes_per_node_s 313.3
 	// # max_peer_offset_ms 0
 	// # coordinate true
 	// # deadline_ms 5
