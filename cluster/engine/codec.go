@@ -3,9 +3,11 @@ package engine
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"unsafe"
@@ -54,10 +56,22 @@ const maxSharedPrefix = 255
 func sharedPrefix(prev, key string) int {
 	n := min(len(prev), len(key), maxSharedPrefix)
 	i := 0
+	// Eight bytes at a time: the encoder asks twice a key (its size,
+	// then its bytes), and a tick's keys share most of their prefix.
+	for ; i+8 <= n; i += 8 {
+		if x := load64(prev, i) ^ load64(key, i); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
 	for i < n && prev[i] == key[i] {
 		i++
 	}
 	return i
+}
+
+// load64 reads s[i:i+8] as a little-endian word; i+8 <= len(s).
+func load64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
 }
 
 // message is the msgpack body after the kind byte.
@@ -77,6 +91,11 @@ type group struct {
 	Keys    []string
 	Starts  []int64
 	Counts  []uint32
+	// shared is, when the encoder filled it (one per key), the prefix
+	// each key shares with the one before it, which it measured to size
+	// the message; appendMessage writes version 2 keys with it rather
+	// than measure again. Not on the wire.
+	shared []uint8
 }
 
 // DecodeLimits bound what a decoder accepts; a message beyond them is
@@ -191,16 +210,17 @@ func (w *wire) encodeEntries(kind byte, version uint8, from string, sentMs int64
 	}
 	// grow is what adding e adds to the message: the entry, and either its
 	// group's three column headers growing or a new group.
+	shared := 0 // what grow measured of the entry's key (version 2)
 	grow := func(e *counter.Entry, g *group) int {
 		n := stringSize(len(e.Key)) + intSize(e.Start) + uintSize(uint64(e.Count))
 		if version >= wireVersion {
 			// The key after its shared prefix, behind the prefix's byte;
-			// the start as its age (codedKeySize, appendMessage).
-			prev := ""
+			// the start as its age (appendCodedKey, appendMessage).
+			shared = 0
 			if g != nil {
-				prev = g.Keys[len(g.Keys)-1]
+				shared = sharedPrefix(g.Keys[len(g.Keys)-1], e.Key)
 			}
-			n = codedKeySize(prev, e.Key) + intSize(sentMs-e.Start) + uintSize(uint64(e.Count))
+			n = stringSize(1+len(e.Key)-shared) + intSize(sentMs-e.Start) + uintSize(uint64(e.Count))
 		}
 		if g != nil {
 			k := len(g.Keys)
@@ -233,7 +253,10 @@ func (w *wire) encodeEntries(kind byte, version uint8, from string, sentMs int64
 			}
 			g = &groups[n]
 			g.Limit, g.Origin = e.Limit, e.Origin
-			g.Keys, g.Starts, g.Counts = g.Keys[:0], g.Starts[:0], g.Counts[:0]
+			g.Keys, g.Starts, g.Counts, g.shared = g.Keys[:0], g.Starts[:0], g.Counts[:0], g.shared[:0]
+		}
+		if version >= wireVersion {
+			g.shared = append(g.shared, uint8(shared))
 		}
 		g.Keys = append(g.Keys, e.Key)
 		g.Starts = append(g.Starts, e.Start)
@@ -408,16 +431,10 @@ func (w *wire) decode(b []byte, lim DecodeLimits) (kind byte, m *message, err er
 	return kind, m, nil
 }
 
-// codedKeySize is the length appendCodedKey writes for key after prev.
-func codedKeySize(prev, key string) int {
-	return stringSize(1 + len(key) - sharedPrefix(prev, key))
-}
-
-// appendCodedKey appends key as version 2 writes it after prev, the
-// group's previous key ("" for its first): one string, the length of
-// their shared prefix as a byte, then the rest of key.
-func appendCodedKey(b []byte, prev, key string) []byte {
-	p := sharedPrefix(prev, key)
+// appendCodedKey appends key as version 2 writes it after a key it
+// shares p bytes with (sharedPrefix; 0 for a group's first): one string,
+// p as a byte, then the rest of key.
+func appendCodedKey(b []byte, p int, key string) []byte {
 	b = appendStrLen(b, 1+len(key)-p)
 	return append(append(b, byte(p)), key[p:]...)
 }
@@ -439,12 +456,15 @@ func (w *wire) expandKey(i int, k string, maxKey int) error {
 	if p > prevEnd-prevStart {
 		return fmt.Errorf("%w: a key sharing %d bytes with a previous key of %d", ErrMalformed, p, prevEnd-prevStart)
 	}
-	if n := p + len(rest); n == 0 || n > maxKey {
+	n := p + len(rest)
+	if n == 0 || n > maxKey {
 		return fmt.Errorf("%w: a key of %d bytes", ErrMalformed, n)
 	}
-	w.keys = append(w.keys, w.keys[prevStart:prevStart+p]...)
-	w.keys = append(w.keys, rest...)
-	w.keyEnds = append(w.keyEnds, len(w.keys))
+	start := len(w.keys)
+	w.keys = slices.Grow(w.keys, n)[:start+n]
+	copy(w.keys[start:], w.keys[prevStart:prevStart+p])
+	copy(w.keys[start+p:], rest)
+	w.keyEnds = append(w.keyEnds, start+n)
 	return nil
 }
 

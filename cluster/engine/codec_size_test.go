@@ -114,3 +114,28 @@ func checkEncodeFills(t *testing.T, version uint8, n, maxBytes int, gen func(rng
 		}
 	}
 }
+
+// TestSharedPrefix: the word-at-a-time sharedPrefix agrees with a byte
+// loop, at every length around the word size and past the cap.
+func TestSharedPrefix(t *testing.T) {
+	naive := func(a, b string) int {
+		i := 0
+		for i < min(len(a), len(b), maxSharedPrefix) && a[i] == b[i] {
+			i++
+		}
+		return i
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	long := strings.Repeat("client-", 50)
+	for range 20_000 {
+		n := rng.IntN(len(long) + 1)
+		a := long[:n] + strings.Repeat("x", rng.IntN(20))
+		b := long[:rng.IntN(n+1)] + strings.Repeat("y", rng.IntN(20))
+		if rng.IntN(4) == 0 {
+			b = a[:rng.IntN(len(a)+1)]
+		}
+		if got, want := sharedPrefix(a, b), naive(a, b); got != want {
+			t.Fatalf("sharedPrefix(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}

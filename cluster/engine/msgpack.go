@@ -207,12 +207,17 @@ func appendMessage(b []byte, m *message) []byte {
 			b = append(b, mpNil)
 		} else {
 			b = appendArrayLen(b, len(g.Keys))
-			prev := ""
-			for _, k := range g.Keys {
-				if coded {
-					b, prev = appendCodedKey(b, prev, k), k
-				} else {
+			known := len(g.shared) == len(g.Keys) // measured by the encoder
+			for j, k := range g.Keys {
+				switch {
+				case !coded:
 					b = appendString(b, k)
+				case known:
+					b = appendCodedKey(b, int(g.shared[j]), k)
+				case j == 0:
+					b = appendCodedKey(b, 0, k)
+				default:
+					b = appendCodedKey(b, sharedPrefix(g.Keys[j-1], k), k)
 				}
 			}
 		}
@@ -382,7 +387,12 @@ func (r *reader) int() (int64, error) {
 		r.off++
 		return int64(int8(c)), nil
 	}
-	if c == mpInt64 && len(r.b)-r.off >= 9 { // a start, in practice
+	switch {
+	case c == mpInt16 && len(r.b)-r.off >= 3: // a version 2 start's age, in practice
+		v := int64(int16(binary.BigEndian.Uint16(r.b[r.off+1:])))
+		r.off += 3
+		return v, nil
+	case c == mpInt64 && len(r.b)-r.off >= 9: // a version 1 start, in practice
 		v := int64(binary.BigEndian.Uint64(r.b[r.off+1:]))
 		r.off += 9
 		return v, nil
