@@ -45,19 +45,3 @@ func TestRateLogSuppressesFloods(t *testing.T) {
 		t.Fatalf("%d lines written for 100 calls, want %d (at most %d)", n, rateLogBurst, 2*rateLogBurst)
 	}
 }
-
-func FuzzDecodeMeta(f *testing.F) {
-	f.Add([]byte("http=127.0.0.1%3A8081&leaving=1"))
-	f.Add([]byte("http=127.0.0.1%3A8081&sync=2"))
-	f.Add([]byte("sync=300"))
-	f.Add([]byte("%zz&;=="))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m := decodeMeta(b)
-		if m.sync < 1 {
-			t.Fatalf("sync version %d: a peer decodes version 1 at least", m.sync)
-		}
-		if m2 := decodeMeta(encodeMeta(m)); m2 != m {
-			t.Fatalf("round trip of %+v gave %+v", m, m2)
-		}
-	})
-}

@@ -57,6 +57,10 @@ func TestClusterConverges(t *testing.T) {
 				if err := tn.n.Ready(); err != nil {
 					t.Errorf("%s: not ready: %v", tn.name, err)
 				}
+				// Every peer's metadata stated the sync version it decodes.
+				if v := tn.n.engine.SyncVersion(); v != engine.SyncVersion {
+					t.Errorf("%s writes sync version %d, want %d", tn.name, v, engine.SyncVersion)
+				}
 			}
 		})
 	}
