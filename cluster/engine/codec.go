@@ -56,8 +56,7 @@ const maxSharedPrefix = 255
 func sharedPrefix(prev, key string) int {
 	n := min(len(prev), len(key), maxSharedPrefix)
 	i := 0
-	// Eight bytes at a time: the encoder asks twice a key (its size,
-	// then its bytes), and a tick's keys share most of their prefix.
+	// Eight bytes at a time: a tick's keys share most of their prefix.
 	for ; i+8 <= n; i += 8 {
 		if x := load64(prev, i) ^ load64(key, i); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
@@ -135,8 +134,8 @@ func newHandle(maxInit int) *codec.MsgpackHandle {
 type wire struct {
 	body    []byte            // the message being encoded, kind byte first
 	groups  []group           // being encoded
-	m       message           // last decoded; its strings alias the message's bytes, its keys of version 2 keys
-	keys    []byte            // the keys of the last decoded message of version 2, rebuilt (wire.expandKeys)
+	m       message           // last decoded; its strings alias the message's bytes (a version 2 message's keys alias keys)
+	keys    []byte            // the keys of the last decoded message of version 2, rebuilt (expandKey)
 	keyEnds []int             // where each of them ends in keys
 	entries []counter.Entry   // last decoded, flattened
 	names   map[string]string // senders' names, copied once (wire.decode)
@@ -512,7 +511,18 @@ func (w *wire) release() {
 	clear(w.entries)
 	w.m.Groups = groups[:0]
 	w.coord.release()
+	// A version 2 message may rebuild far more key bytes than it holds
+	// (a key of 256 bytes from a few, when it shares the rest with the
+	// one before it: at most MaxEntries of them, some 25 MB for a
+	// member's 1 MiB message of such keys). A pooled wire keeps no more
+	// than a large tick's worth.
+	if cap(w.keys) > maxKeptKeyBytes {
+		w.keys = nil
+	}
 }
+
+// maxKeptKeyBytes is the most of rebuilt keys a pooled wire keeps.
+const maxKeptKeyBytes = 1 << 20
 
 // entries flattens a decoded message's groups.
 func (m *message) entries(dst []counter.Entry) []counter.Entry {
