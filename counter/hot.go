@@ -1,8 +1,6 @@
 package counter
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -46,10 +44,7 @@ func (cs *clusterState) isHot(count, max int64) bool {
 // its own) of every key whose window holds at least HotShare of its limit,
 // and returns dst: what AppendState(dst, now, origin, HotShare) returns, at
 // the cost of the hot keys rather than of all keys. It returns dst
-// unchanged in single-node mode. Each shard's entries come ordered by
-// limit and key (the hot set is a map): the same state gives the same
-// entries in the same order, so the messages they fill (whose keys are
-// coded against each other) are the same from run to run.
+// unchanged in single-node mode.
 func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 	cs := c.cluster.Load()
 	if cs == nil {
@@ -61,7 +56,6 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		from := len(dst)
 		for ref, hotMax := range s.hot {
 			if int(ref.slot) >= len(ids) || int(ref.slot) >= len(s.tables) {
 				delete(s.hot, ref)
@@ -79,9 +73,6 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 			}
 			dst = st.appendOrigin(dst, ids[ref.slot], ref.key, origin, o, nowMs, t.windowMs)
 		}
-		slices.SortStableFunc(dst[from:], func(a, b Entry) int {
-			return cmp.Or(strings.Compare(a.Limit, b.Limit), strings.Compare(a.Key, b.Key))
-		})
 		s.mu.Unlock()
 	}
 	return dst
