@@ -116,6 +116,12 @@
 //     coordinator when this node heard from it within two sync intervals;
 //     the coordinator answers the asker directly, so only one node grants
 //     the key. Otherwise this node decides it, as a runner-up does.
+//   - A node that fails a key's coordinator over sends its changes of the
+//     key to the coordinator as well as to the runner-up (view.also).
+//     Silent to this node, it may not be to the others (a cut one way),
+//     and then it still grants their checks, on a count that must hold
+//     what this node admits meanwhile; counts merge by max, so nothing is
+//     added twice, and a copy sent to a dead node is lost and harmless.
 //   - The budget, for the checks no answer came for in time, cannot share
 //     a room no node but the coordinator knows: of a routed limit it keeps
 //     to its floor (counter.BoundOf's Fallback).

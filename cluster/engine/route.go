@@ -41,6 +41,36 @@ func (v view) dest(self, key string) string {
 	return out
 }
 
+// also returns the key's coordinator on the ring when it is failed over
+// here and is neither this node nor dest: this node keeps sending it its
+// own slices of the key beside dest's. A coordinator failed over here is
+// silent to this node, not necessarily to the others: cut one way from
+// this node, it still grants their checks, and its count must hold what
+// this node admits meanwhile (alone, with the budget) for its grants to
+// leave room for it. Counts merge by max, so the copy never adds twice,
+// and one sent to a dead node is lost and harmless. "" otherwise.
+func (v view) also(self, key, dest string) string {
+	if len(v.failed) == 0 {
+		return ""
+	}
+	if first := v.ring.first(key); first != self && first != dest && slices.Contains(v.failed, first) {
+		return first
+	}
+	return ""
+}
+
+// route adds en, a routed key's slice, to e.routes under where it goes
+// (view.dest, view.also). Under e.tickMu.
+func (e *Engine) route(en counter.Entry) {
+	to := e.lastView.dest(e.cfg.Self, en.Key)
+	if to != "" {
+		e.routes[to] = append(e.routes[to], en)
+	}
+	if also := e.lastView.also(e.cfg.Self, en.Key, to); also != "" {
+		e.routes[also] = append(e.routes[also], en)
+	}
+}
+
 // viewLocked returns the current view. Under e.mu.
 func (e *Engine) viewLocked(now time.Time) view {
 	v := view{ring: e.ringLocked()}
@@ -93,9 +123,7 @@ func (e *Engine) split(entries []counter.Entry, resend bool) []counter.Entry {
 			bc = append(bc, en)
 			continue
 		}
-		if to := e.lastView.dest(e.cfg.Self, en.Key); to != "" {
-			e.routes[to] = append(e.routes[to], en)
-		}
+		e.route(en)
 		if resend {
 			e.resend = append(e.resend, en)
 		}
@@ -128,9 +156,7 @@ func (e *Engine) resendRouted() {
 		if newest[slice{en.Limit, en.Key, en.Start}] != i || !e.routed[en.Limit] {
 			continue
 		}
-		if to := e.lastView.dest(e.cfg.Self, en.Key); to != "" {
-			e.routes[to] = append(e.routes[to], en)
-		}
+		e.route(en)
 	}
 	clear(e.resend)
 	e.resend = e.resend[:0]

@@ -342,3 +342,48 @@ func TestRoutedKeyRebuiltAfterItsCoordinatorLeaves(t *testing.T) {
 		t.Errorf("after the messages arrived twice %s counts %d, want 10", next, got)
 	}
 }
+
+// TestFailedOverCoordinatorStillGetsTheCounts: a node that failed a
+// routed key's coordinator over sends its changes of the key to the
+// runner-up and to the coordinator as well: silent to this node, it may
+// still grant the others' checks (a cut one way), and its count must hold
+// what this node admits meanwhile. Keys of other coordinators go to their
+// coordinator alone.
+func TestFailedOverCoordinatorStillGetsTheCounts(t *testing.T) {
+	ns := routedNodes(t, counter.RouteAlways, 600, "a", "k", "r", "s")
+	a, k := &coordNode{testNode: ns[0]}, ns[1]
+	members := []string{"a", "k", "r", "s"}
+	var ofK, ofR string
+	for i := 0; ofK == "" || ofR == ""; i++ {
+		c := fmt.Sprint("key-", i)
+		switch {
+		case CoordinatorOf(c, members) == "k" && CoordinatorOf(c, []string{"a", "r", "s"}) == "r":
+			ofK = c
+		case CoordinatorOf(c, members) == "r":
+			ofR = c
+		}
+	}
+	for range a.e.cfg.FailoverMisses {
+		miss(t, a, 10, ofK)
+	}
+	ms := int64(100)
+	if got := a.e.FailedOver(at(ms)); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("a fails over %v, want k", got)
+	}
+	if _, err := a.e.Tick(at(ms)); err != nil { // the view changes: nothing of a's to move yet
+		t.Fatal(err)
+	}
+	admit(t, a.testNode, ms+10, ofK, 3)
+	admit(t, a.testNode, ms+10, ofR, 2)
+	out, err := a.e.Tick(at(ms + 200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := deltaTargets(t, a.testNode, out), map[string]int{"k": 1, "r": 2}; !maps.Equal(got, want) {
+		t.Fatalf("deltas to %v, want %v (%s's to k and r, %s's to r)", got, want, ofK, ofR)
+	}
+	deliver(t, k, at(ms+201), msgsTo(out, "k"))
+	if got := k.count(t, ms+300, ofK); got != 3 {
+		t.Fatalf("k counts %d of %s, want a's 3", got, ofK)
+	}
+}

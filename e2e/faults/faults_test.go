@@ -106,6 +106,8 @@ func TestFaultLoss(t *testing.T) {
 	run := drive(t, c, 70*time.Second, cs)
 	time.Sleep(5 * time.Second)
 	fb0 := sumMetric(t, c.Procs, "limiterd_coordinated_checks_total", "result", "fallback*")
+	ru0 := sumMetric(t, c.Procs, "limiterd_coordinator_asks_total", "to", "runner_up")
+	told0 := sumMetric(t, c.Procs, "limiterd_coordinator_silence_notices_total", "notice", "told")
 	faultAt := time.Now()
 	if err := c.Lab.DropOneWay(1, 2); err != nil {
 		t.Fatal(err)
@@ -119,6 +121,8 @@ func TestFaultLoss(t *testing.T) {
 		maxLag = max(maxLag, c.Procs[2].Metric(t, "limiterd_sync_merge_lag_seconds", "peer", "node-1"))
 	}
 	fallbacks := sumMetric(t, c.Procs, "limiterd_coordinated_checks_total", "result", "fallback*") - fb0
+	runnerUp := sumMetric(t, c.Procs, "limiterd_coordinator_asks_total", "to", "runner_up") - ru0
+	told := sumMetric(t, c.Procs, "limiterd_coordinator_silence_notices_total", "notice", "told") - told0
 	var drops int64
 	for i := range 8 {
 		n, err := c.Lab.Drops(i)
@@ -137,7 +141,8 @@ func TestFaultLoss(t *testing.T) {
 	nodetest.Figures(t, "2 one-way loss 1->2 and 20 % random loss for 60 s",
 		"5xx", during.fiveXX, "unanswered", during.noAnswer, "compliant denied", during.compliantDenied,
 		"false rejections (oracle)", during.falseRejections, "worst ratio", during.worst, "derived bound", bound,
-		"packets dropped", drops, "checks decided by the budget", fallbacks, "node-2's largest merge lag of node-1 (s)", maxLag)
+		"packets dropped", drops, "checks decided by the budget", fallbacks, "node-2's largest merge lag of node-1 (s)", maxLag,
+		"asks to a runner-up", runnerUp, "coordinators failed over on a peer's notice", told)
 
 	during.holdsPromise(t, "")
 	if during.worst > bound {
