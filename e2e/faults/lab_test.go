@@ -207,12 +207,16 @@ type verdict struct {
 	worst                    float64 // the most decided in a window ÷ the limit: held against the bounds
 	worstSent                float64 // the most sent and admitted in a window ÷ the limit: what a client sees
 	worstKey                 string
-	p99, max                 time.Duration
+	// worstByNode is, for worstKey, how many of its admissions in its
+	// busiest window by send instant each node made: which node let a key
+	// through is what a failure's log must say.
+	worstByNode []int
+	p99, max    time.Duration
 }
 
 func (v verdict) String() string {
-	return fmt.Sprintf("%d checks, %d 5xx, %d unanswered, %d compliant denied, %d false rejections (oracle), worst window %.2f x the limit (%s; %.2f by send instant), latency p99 %v max %v",
-		v.checks, v.fiveXX, v.noAnswer, v.compliantDenied, v.falseRejections, v.worst, v.worstKey, v.worstSent, v.p99.Round(100*time.Microsecond), v.max.Round(100*time.Microsecond))
+	return fmt.Sprintf("%d checks, %d 5xx, %d unanswered, %d compliant denied, %d false rejections (oracle), worst window %.2f x the limit (%s; %.2f by send instant, admitted by node %v), latency p99 %v max %v",
+		v.checks, v.fiveXX, v.noAnswer, v.compliantDenied, v.falseRejections, v.worst, v.worstKey, v.worstSent, v.worstByNode, v.p99.Round(100*time.Microsecond), v.max.Round(100*time.Microsecond))
 }
 
 // holdsPromise fails t unless every check was answered, none with a 5xx,
@@ -287,6 +291,13 @@ func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outco
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
 		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {
 			v.worst, v.worstKey = float64(n)/labLimit, cl.key
+			_, start := oracle.MaxInWindow(inPhase, nil, labWindow)
+			v.worstByNode = make([]int, len(r.up))
+			for _, o := range log {
+				if o.code == http.StatusOK && o.at >= start && o.at < start+labWindow && o.node < len(r.up) {
+					v.worstByNode[o.node]++
+				}
+			}
 		}
 		if n, _ := oracle.MaxInWindow(inPhase, nil, labWindow); float64(n)/labLimit > v.worstSent {
 			v.worstSent = float64(n) / labLimit
