@@ -188,8 +188,18 @@ func BenchmarkMergeForgedKey(b *testing.B) {
 // A window's worth of ticks warms both sides first, so keys come and go
 // as in steady state. Only Merge is timed; ns/entry is per merged entry,
 // and allocs/op is per 1,000-entry tick.
-func BenchmarkMergeSteady(b *testing.B) {
-	const clients, perTick = 200_000, 1_000
+func BenchmarkMergeSteady(b *testing.B) { benchMerge(b, 2, 200_000, 1_000) }
+
+// BenchmarkMergeHotKeys is the same on 8 nodes with the 1,000 keys of
+// scripts/bench-loopback.sh's KEYS=1000 run, each checked about 35 times
+// a second against 600 a minute: past their limit, each key keeps a
+// slice for every three admissions or so (a slice's tail holds 2 on 8
+// nodes), some 200 in its window, and the peer's newest lies at the end.
+func BenchmarkMergeHotKeys(b *testing.B) { benchMerge(b, 8, 1_000, 7_000) }
+
+// benchMerge times the merge of a peer's ticks on a cluster of nodes,
+// the peer checking perTick random keys of clients each tick.
+func benchMerge(b *testing.B, nodes, clients, perTick int) {
 	keys := make([]string, clients)
 	for i := range keys {
 		keys[i] = "client-" + strconv.Itoa(100000+i)
@@ -197,7 +207,7 @@ func BenchmarkMergeSteady(b *testing.B) {
 	node := func(self string) (*Counter, Limit) {
 		c := newCounter(b, DefaultConfig())
 		cc := DefaultClusterConfig(self)
-		cc.Nodes, cc.Coordinated = 2, false // every check decided locally, as in the cluster benchmark
+		cc.Nodes, cc.Coordinated = nodes, false // every check decided locally, as in the cluster benchmark
 		if err := c.SetCluster(cc); err != nil {
 			b.Fatal(err)
 		}

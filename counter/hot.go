@@ -46,12 +46,33 @@ func (cs *clusterState) isHot(count, max int64) bool {
 // the cost of the hot keys rather than of all keys. It returns dst
 // unchanged in single-node mode.
 func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
+	return c.AppendHotChanged(dst, now, origin, 0)
+}
+
+// AppendHotChanged is AppendHot of the slices that may have changed within
+// recent of now: those that started within recent plus the limit's slice
+// length (a slice grows only while younger than its slice length, Model),
+// so every slice is in each call within recent of its last change. A key
+// past its limit keeps a slice for every few admissions, hundreds in its
+// window, of which only the last few change: anti-entropy that re-sends
+// them all at every round costs its peers a merge of each (the engine
+// re-sends them all every few rounds instead). recent 0: every live slice.
+func (c *Counter) AppendHotChanged(dst []Entry, now time.Time, origin string, recent time.Duration) []Entry {
 	cs := c.cluster.Load()
 	if cs == nil {
 		return dst
 	}
 	nowMs := now.UnixMilli()
 	ids, maxes, names := c.snapshotNames()
+	var sliceMs []int64
+	if recent > 0 {
+		c.regMu.Lock()
+		sliceMs = make([]int64, len(c.infos))
+		for i, in := range c.infos {
+			sliceMs[i] = in.sliceMs
+		}
+		c.regMu.Unlock()
+	}
 	o := originIndex(names, origin)
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -71,7 +92,11 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 				delete(s.hot, ref)
 				continue
 			}
-			dst = st.appendOrigin(dst, ids[ref.slot], ref.key, origin, o, nowMs, t.windowMs)
+			after := nowMs - t.windowMs
+			if recent > 0 && int(ref.slot) < len(sliceMs) {
+				after = max(after, nowMs-sliceMs[ref.slot]-recent.Milliseconds())
+			}
+			dst = st.appendOrigin(dst, ids[ref.slot], ref.key, origin, o, after)
 		}
 		s.mu.Unlock()
 	}

@@ -95,3 +95,61 @@ func TestShardSize(t *testing.T) {
 		t.Fatalf("shard is %d bytes, want 128 (a cache-line pair, see the padding)", n)
 	}
 }
+
+// TestAppendHotChangedHoldsEveryRecentChange: AppendHotChanged returns
+// AppendHot's entries, less only slices that have not changed within
+// recent: every slice whose count last changed within recent of now is
+// there, with AppendHot's count, whatever recent is.
+func TestAppendHotChangedHoldsEveryRecentChange(t *testing.T) {
+	a := newNode(t, "a", 2, false)
+	rng := rand.New(rand.NewPCG(7, 11))
+	type name struct {
+		key   string
+		start int64
+	}
+	changed := map[name]int64{} // each own slice's last change, in ms
+	counts := map[name]uint32{}
+	omitted, kept := 0, 0
+	for step := int64(0); step < 3000; step++ {
+		ms := step * 10
+		key := fmt.Sprintf("k%d", rng.IntN(5))
+		for range rng.IntN(4) {
+			a.allow(t, ms, key)
+		}
+		for _, e := range a.c.AppendState(nil, at(ms), "a", 0) {
+			if n := (name{e.Key, e.Start}); counts[n] != e.Count {
+				counts[n], changed[n] = e.Count, ms
+			}
+		}
+		if step%13 != 0 {
+			continue
+		}
+		recent := time.Duration(10+rng.IntN(3000)) * time.Millisecond
+		now := at(ms)
+		got := map[name]uint32{}
+		for _, e := range a.c.AppendHotChanged(nil, now, "a", recent) {
+			got[name{e.Key, e.Start}] = e.Count
+		}
+		for _, e := range a.c.AppendHot(nil, now, "a") {
+			n := name{e.Key, e.Start}
+			c, ok := got[n]
+			switch {
+			case ok && c != e.Count:
+				t.Fatalf("step %d: %v counts %d, AppendHot %d", step, n, c, e.Count)
+			case ok:
+				kept++
+				delete(got, n)
+			case changed[n] >= ms-recent.Milliseconds():
+				t.Fatalf("step %d: %v changed at %d ms, within %v of %d, is missing", step, n, changed[n], recent, ms)
+			default:
+				omitted++
+			}
+		}
+		if len(got) != 0 {
+			t.Fatalf("step %d: %v are not among AppendHot's", step, got)
+		}
+	}
+	if omitted == 0 || kept == 0 {
+		t.Fatalf("%d slices kept and %d omitted: the test exercises nothing", kept, omitted)
+	}
+}

@@ -243,7 +243,7 @@ func (c *Counter) AppendState(dst []Entry, now time.Time, origin string, minShar
 					// copy per key sent (AppendState serves a peer's
 					// (re)join, not every tick).
 					k, _ := t.slab.key(ref)
-					dst = st.appendOrigin(dst, ids[slot], string(k), origin, o, nowMs, t.windowMs)
+					dst = st.appendOrigin(dst, ids[slot], string(k), origin, o, nowMs-t.windowMs)
 				}
 				return false
 			})
@@ -285,11 +285,11 @@ func (s *state) hasOrigin(o int, nowMs, windowMs int64) bool {
 	return false
 }
 
-// appendOrigin appends the live slices of origin number o as entries of
-// (limitID, key).
-func (s *state) appendOrigin(dst []Entry, limitID, key, origin string, o int, nowMs, windowMs int64) []Entry {
+// appendOrigin appends the slices of origin number o that start after
+// after (now less the window: the live ones) as entries of (limitID, key).
+func (s *state) appendOrigin(dst []Entry, limitID, key, origin string, o int, after int64) []Entry {
 	for j := range s.sl.n {
-		if int(s.sl.origin(j)) == o && s.start(j) > nowMs-windowMs {
+		if int(s.sl.origin(j)) == o && s.start(j) > after {
 			dst = append(dst, Entry{Limit: limitID, Key: key, Origin: origin, Start: s.start(j), Count: s.sl.count(j)})
 		}
 	}

@@ -418,6 +418,10 @@ type Engine struct {
 	buf     []counter.Entry // reused by Tick
 	aeRound int64           // anti-entropy round of the last tick; valid with aeSet
 	aeSet   bool
+	// hotRounds counts the anti-entropy rounds, and hotAt holds when the
+	// two last ones were (hotSlices).
+	hotRounds int64
+	hotAt     [2]time.Time
 	// Routing (route.go), for the tick under way.
 	routed   map[string]bool            // the limits routed (counter.Counter.Routed)
 	routes   map[string][]counter.Entry // entries for each node
@@ -616,12 +620,44 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 	return e.antiEntropy(out, now, peers)
 }
 
+// hotFullEvery is how often anti-entropy re-sends every slice of the hot
+// keys: every hotFullEvery-th round; the others re-send the slices that
+// may have changed since the round before the last (hotSlices).
+const hotFullEvery = 10
+
+// hotSlices returns this round's anti-entropy of the hot keys
+// (counter.Counter.AppendHotChanged): every slice that may have changed
+// since the round before the previous one, so that a change is in the
+// next two rounds after it, and every live slice at every hotFullEvery-th
+// round, and at the first two. A change whose delta and both re-sends are
+// lost is healed by the next full round.
+//
+// Why not every slice every round, as before: a key past its limit keeps
+// a slice for every few admissions, hundreds in its window, and only its
+// newest change; re-sending all of them each second made each peer merge
+// hundreds of known slices per hot key and second, most of a peer's work
+// with 1,000 keys past their limit (2026-12-04: 358,000 of 527,000 entries
+// a peer received in 13 s were already known). Under e.tickMu.
+func (e *Engine) hotSlices(now time.Time) []counter.Entry {
+	recent := time.Duration(0)
+	if e.hotRounds >= 2 && e.hotRounds%hotFullEvery != 0 {
+		recent = max(0, now.Sub(e.hotAt[0]))
+	}
+	e.hotAt[0], e.hotAt[1] = e.hotAt[1], now
+	e.hotRounds++
+	if recent == 0 {
+		return e.c.AppendHot(nil, now, e.cfg.Self)
+	}
+	return e.c.AppendHotChanged(nil, now, e.cfg.Self, recent)
+}
+
 // antiEntropy appends a tick's anti-entropy: this node's slices of its
-// hot keys, broadcast or routed as the deltas are, the routed changes of
-// the interval again (resendRouted), and a heartbeat for every peer that
-// gets none of them. Under e.tickMu, after routeTick.
+// hot keys that may have changed lately (hotSlices), broadcast or routed
+// as the deltas are, the routed changes of the interval again
+// (resendRouted), and a heartbeat for every peer that gets none of them.
+// Under e.tickMu, after routeTick.
 func (e *Engine) antiEntropy(out []Outbound, now time.Time, peers []string) ([]Outbound, error) {
-	bc := e.split(e.c.AppendHot(nil, now, e.cfg.Self), false)
+	bc := e.split(e.hotSlices(now), false)
 	e.resendRouted()
 	if len(bc) > 0 {
 		msgs, err := e.encode(kindState, now, bc, e.cfg.DatagramBytes)

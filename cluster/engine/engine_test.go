@@ -552,3 +552,68 @@ func TestEngineConfigValidate(t *testing.T) {
 		t.Errorf("a counter in single-node mode: %v", err)
 	}
 }
+
+// TestAntiEntropyResendsChangedHotSlices: anti-entropy re-sends every slice
+// of a hot key at its first two rounds and every hotFullEvery-th, and in
+// between only the slices that may have changed since the round before
+// the last, so each change is in the next two rounds after it.
+func TestAntiEntropyResendsChangedHotSlices(t *testing.T) {
+	ns := routedNodes(t, counter.RouteNever, 600, "a", "b")
+	a := ns[0]
+	for i := range int64(400) { // 400 admissions over 40 s: hot, in many slices
+		admit(t, a, 1000+100*i, "hot", 1)
+	}
+	aeEntries := func(ms int64) int {
+		t.Helper()
+		out, err := a.e.Tick(at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, o := range out {
+			if o.Purpose != PurposeAntiEntropy || o.To != "b" {
+				continue
+			}
+			for _, m := range o.Msgs {
+				_, msg, err := newWire(a.e.h).decode(m, DefaultDecodeLimits())
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += len(msg.entries(nil))
+			}
+		}
+		return n
+	}
+	every := a.e.cfg.AntiEntropyInterval.Milliseconds()
+	ms := 50 * every // every slice older than its slice length and two rounds
+	all := aeEntries(ms)
+	if all < 30 {
+		t.Fatalf("the first round re-sent %d slices of the hot key, want its every live slice (over 30)", all)
+	}
+	// A slice may grow for its slice length after its start: it is
+	// re-sent from then until two rounds after that.
+	sliceMs := (60 * time.Second / 12).Milliseconds()
+	changeAt := int64(-1)
+	for round := int64(1); round < 2*hotFullEvery; round++ {
+		ms += every
+		if round == 4 {
+			changeAt = ms - every/2 // a new slice between rounds 3 and 4
+			admit(t, a, changeAt, "hot", 1)
+		}
+		got := aeEntries(ms)
+		switch {
+		case round == 1 || round%hotFullEvery == 0:
+			if got < all-5 { // a few left the window meanwhile
+				t.Errorf("round %d re-sent %d slices, want them all (about %d)", round, got, all)
+			}
+		case changeAt >= 0 && ms-changeAt < sliceMs+2*every:
+			if got != 1 {
+				t.Errorf("round %d re-sent %d slices, want the one that may have changed since round %d", round, got, round-2)
+			}
+		default:
+			if got != 0 {
+				t.Errorf("round %d re-sent %d slices, want none: none may have changed since round %d", round, got, round-2)
+			}
+		}
+	}
+}
