@@ -271,8 +271,12 @@
 // grown since is not sent again); AppendHot returns a node's slices of the
 // keys whose window holds at least ClusterConfig.HotShare of their limit,
 // for anti-entropy, from a set the counter keeps as counts cross that
-// share, so its cost follows the hot keys, not all keys; AppendState
-// returns every live slice of an origin, for a peer that (re)joins.
+// share, so its cost follows the hot keys, not all keys, and
+// AppendHotChanged those of them that started within a slice length and
+// a given span of now, the only ones that may have changed within that
+// span (a slice grows only while younger than its slice length);
+// AppendState returns every live slice of an origin, for a peer that
+// (re)joins.
 //
 // Slice starts are read on the origin's clock. If node clocks differ by d,
 // a receiver counts a peer's slice for W - d or W + d of its own time: too

@@ -37,8 +37,13 @@
 //     ceil(AntiEntropyInterval / SyncInterval)-th slot (1 s: every fifth),
 //     or the first tick after it if that one was skipped. It re-sends this
 //     node's slices of the keys whose window is at least half full, where
-//     a lost datagram could change a decision, so such a loss is healed
-//     within that interval, and every routed change of the interval again
+//     a lost datagram could change a decision: those that may have changed
+//     since the round before the last (counter.AppendHotChanged), so a
+//     loss is healed within that interval, and every one of them each
+//     tenth round, for a change whose delta and both re-sends were lost
+//     (a key past its limit keeps hundreds of slices, of which only the
+//     newest change; BENCHMARKS.md has what re-sending them all cost), and
+//     every routed change of the interval again
 //     (a routed key's count here is only this node's part, too small to
 //     judge it hot by); a peer that gets none of it gets an empty message,
 //     a heartbeat that keeps its view of this node (last message age,
