@@ -636,8 +636,8 @@ const hotFullEvery = 10
 // a slice for every few admissions, hundreds in its window, and only its
 // newest change; re-sending all of them each second made each peer merge
 // hundreds of known slices per hot key and second, most of a peer's work
-// with 1,000 keys past their limit (2026-12-04: 358,000 of 527,000 entries
-// a peer received in 13 s were already known). Under e.tickMu.
+// with 1,000 keys past their limit (BENCHMARKS.md, "Anti-entropy of hot
+// keys"). Under e.tickMu.
 func (e *Engine) hotSlices(now time.Time) []counter.Entry {
 	recent := time.Duration(0)
 	if e.hotRounds >= 2 && e.hotRounds%hotFullEvery != 0 {

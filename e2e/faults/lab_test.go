@@ -289,9 +289,9 @@ func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outco
 		// node's window then is in the oracle's.
 		slices.Sort(answered)
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
+		sent, start := oracle.MaxInWindow(inPhase, nil, labWindow)
 		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {
 			v.worst, v.worstKey = float64(n)/labLimit, cl.key
-			_, start := oracle.MaxInWindow(inPhase, nil, labWindow)
 			v.worstByNode = make([]int, len(r.up))
 			for _, o := range log {
 				if o.code == http.StatusOK && o.at >= start && o.at < start+labWindow && o.node < len(r.up) {
@@ -299,8 +299,8 @@ func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outco
 				}
 			}
 		}
-		if n, _ := oracle.MaxInWindow(inPhase, nil, labWindow); float64(n)/labLimit > v.worstSent {
-			v.worstSent = float64(n) / labLimit
+		if float64(sent)/labLimit > v.worstSent {
+			v.worstSent = float64(sent) / labLimit
 		}
 	}
 	slices.Sort(took)
