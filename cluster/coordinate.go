@@ -31,9 +31,14 @@ var (
 // memberlist, so a gossip key encrypts and authenticates them and the
 // cluster label applies, as for every sync message; they are sent from the
 // calling goroutine, not queued behind the sync traffic. Without an answer
-// in time the engine gives the ask up, and this sends the coordinator the
-// release it returns (so that a grant it may have made stops counting) and
-// returns ctx's error; the caller decides alone.
+// by half of ctx's deadline the ask is sent once more, the same message
+// (Engine.AskAgain): one lost datagram either way is the likely cause, a
+// round trip is far shorter than the deadline, and the coordinator answers
+// a repeat with the answer it gave, so the check is decided once; the
+// first answer to come is taken. Without an answer in time the engine
+// gives the ask up, and this sends the coordinator the release it returns
+// (so that a grant it may have made stops counting) and returns ctx's
+// error; the caller decides alone.
 func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, results []counter.Result) (allowed, counted bool, err error) {
 	a, err := n.engine.Ask(t, ask, results)
 	switch {
@@ -57,22 +62,35 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 		n.waiting.remove(a.ID)
 		return false, false, fmt.Errorf("%w: %v", ErrNoCoordinator, err)
 	}
-	select {
-	case ans := <-ch:
-		return answerOf(ans, to, results)
-	case <-ctx.Done():
-		// The engine settles the race with an answer arriving now: either
-		// it gives the ask up (no answer will be delivered), or it took
-		// the answer, which deliver is putting in ch.
-		rel, ok, rerr := n.engine.AskExpired(n.now(), a.ID)
-		if !ok && rerr == nil {
-			return answerOf(<-ch, to, results)
+	var again <-chan time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		timer := time.NewTimer(time.Until(deadline) / 2)
+		defer timer.Stop()
+		again = timer.C
+	}
+	for {
+		select {
+		case ans := <-ch:
+			return answerOf(ans, to, results)
+		case <-again:
+			again = nil
+			if n.engine.AskAgain(a.ID) {
+				_ = n.sendNow(nd, a.Out.Msgs[0]) // best effort: the deadline still holds
+			}
+		case <-ctx.Done():
+			// The engine settles the race with an answer arriving now:
+			// either it gives the ask up (no answer will be delivered), or
+			// it took the answer, which deliver is putting in ch.
+			rel, ok, rerr := n.engine.AskExpired(n.now(), a.ID)
+			if !ok && rerr == nil {
+				return answerOf(<-ch, to, results)
+			}
+			n.waiting.remove(a.ID)
+			if ok {
+				_ = n.sendNow(nd, rel.Msgs[0]) // best effort: the grant expires anyway
+			}
+			return false, false, ctx.Err()
 		}
-		n.waiting.remove(a.ID)
-		if ok {
-			_ = n.sendNow(nd, rel.Msgs[0]) // best effort: the grant expires anyway
-		}
-		return false, false, ctx.Err()
 	}
 }
 

@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +82,43 @@ func TestNodeCoordinate(t *testing.T) {
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ask to the cut-off %s: %v, want the deadline", coord.name, err)
+	}
+}
+
+// TestNodeCoordinateAsksAgain: a check whose ask datagram is lost is asked
+// again at half its deadline and answered, not decided alone: one grant,
+// counted once by the coordinator, and no miss against it.
+func TestNodeCoordinateAsksAgain(t *testing.T) {
+	nw := newNetwork()
+	nodes := startCluster(t, 3, nodeOpts{nw: nw, limit: 10, coordinated: true})
+	asker, coord := nodes[0], nodes[2]
+	key := keyCoordinatedBy(coord.name, nodes)
+	for _, tn := range nodes {
+		waitFor(t, tn.name+" to agree on the coordinator", func() bool { return tn.n.engine.Coordinator(time.Now(), key) == coord.name })
+	}
+	// The first datagram from the asker to the coordinator that holds the
+	// key is its ask (nothing of the key was counted yet): it is lost.
+	var lost atomic.Int32
+	nw.mu.Lock()
+	nw.lose = func(from, to string, b []byte) bool {
+		return from == asker.addr && to == coord.addr && bytes.Contains(b, []byte(key)) && lost.CompareAndSwap(0, 1)
+	}
+	nw.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ok, err := asker.ask(t, ctx, key)
+	cancel()
+	if err != nil || !ok || lost.Load() != 1 {
+		t.Fatalf("ask with its first datagram lost: %v %v (%d lost), want granted on the second", ok, err, lost.Load())
+	}
+	st := &asker.n.engine.Stats
+	if st.AsksRetried.Load() != 1 || st.AsksExpired.Load() != 0 {
+		t.Fatalf("%d asked again, %d given up; want 1 and 0", st.AsksRetried.Load(), st.AsksExpired.Load())
+	}
+	if n := coord.n.engine.Stats.AsksAnswered.Load(); n != 1 {
+		t.Fatalf("the coordinator answered %d asks, want the second alone", n)
+	}
+	if v, _ := promtest.MustGather(t, asker.reg).Value("limiterd_coordinator_asks_total", "to", "retry"); v != 1 {
+		t.Fatalf(`limiterd_coordinator_asks_total{to="retry"} %v, want 1`, v)
 	}
 }
 

@@ -31,7 +31,11 @@
 // memberlist datagram from the calling goroutine, and waits for the
 // answer, which the engine returns from the Receive of memberlist's
 // delivery goroutine, until the decision layer's deadline (default 5 ms).
-// Without an answer it calls AskExpired, sends the release that returns
+// Without an answer by half the deadline it sends the ask again, the same
+// message (engine.Engine.AskAgain; the coordinator answers a repeat with
+// the answer it gave), so one lost datagram either way costs a round trip,
+// not a check decided alone. Without an answer by the deadline it calls
+// AskExpired, sends the release that returns
 // (so that a grant the coordinator may have made stops counting at once)
 // and returns the context's error: the check is then decided alone with
 // the budget. A check whose every better placed node was failed over goes

@@ -62,6 +62,9 @@ type network struct {
 	// mtu, if set, drops longer datagrams, as a path whose MTU is that
 	// small and that does not fragment would.
 	mtu int
+	// lose, if set, is asked about every datagram from one address to
+	// another and drops those it returns true for.
+	lose func(from, to string, b []byte) bool
 
 	// What went on the wire through the transports, memberlist's own
 	// traffic and framing (label, CRC, encryption, compression) included.
@@ -95,7 +98,10 @@ func (nw *network) blocked(from, to string) bool {
 }
 
 func (nw *network) drops(from, to string, b []byte) bool {
-	return nw.blocked(from, to) || nw.mtu > 0 && len(b) > nw.mtu
+	nw.mu.Lock()
+	lose := nw.lose
+	nw.mu.Unlock()
+	return nw.blocked(from, to) || nw.mtu > 0 && len(b) > nw.mtu || lose != nil && lose(from, to, b)
 }
 
 // filterTransport drops what its network blocks: packets vanish, streams

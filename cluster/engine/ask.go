@@ -123,6 +123,25 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 	return Outbound{To: p.to, Purpose: PurposeRelease, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}, true, nil
 }
 
+// AskAgain reports whether ask id is still pending (neither answered nor
+// given up), and counts it as asked again when it is: the caller sends
+// the ask's message again, the same bytes and id, because no answer came
+// within part of its deadline (cluster.Node: half of it) and one lost
+// datagram, either way, would explain that. The coordinator decides an ask
+// once: a repeat of one it answered gets the same answer again
+// (answerAgain), and of one it never got is decided as the first. Either
+// answer, whichever comes first, is taken; the other finds nothing
+// pending.
+func (e *Engine) AskAgain(id uint64) bool {
+	e.askMu.Lock()
+	_, ok := e.pending[id]
+	e.askMu.Unlock()
+	if ok {
+		e.Stats.AsksRetried.Add(1)
+	}
+	return ok
+}
+
 // answered takes the pending ask an answer is for: it must come from the
 // node asked. It reports whether the answer is awaited.
 func (e *Engine) answered(a Answer) bool {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -185,5 +187,69 @@ func TestFirstAskID(t *testing.T) {
 	}
 	if r, err := k.receive(t, at(1), asked.Out.Msgs[0]); err != nil || len(r.Out) != 1 || r.Out[0].Purpose != PurposeAnswer {
 		t.Fatalf("the coordinator did not answer the ask: %+v %v", r, err)
+	}
+}
+
+// TestAskAgain: an ask sent again, the same message, is decided once. A
+// repeat of an ask whose answer was lost gets the same answer again, not
+// a second grant, and is taken; a repeat of an ask that never arrived is
+// decided as the first; an ask answered or given up is not repeated; and
+// a repeat older than the answers kept is dropped as a replay.
+func TestAskAgain(t *testing.T) {
+	a, k, _, key := failoverCluster(t)
+	count := func() int64 {
+		t.Helper()
+		var r [1]counter.Result
+		k.c.Allow(at(12), key, 10, []counter.Limit{k.lim}, r[:]) // 10 of 10 never fits beside a grant: counts nothing
+		return r[0].Count
+	}
+	// The answer is lost: the repeat gets it again.
+	first, _ := a.ask(t, at(10), key)
+	rcv, err := k.receive(t, at(10), first.Out.Msgs[0])
+	if err != nil || len(rcv.Out) != 1 || !a.e.AskAgain(first.ID) {
+		t.Fatalf("first ask: %+v %v", rcv, err)
+	}
+	again, err := k.receive(t, at(11), first.Out.Msgs[0])
+	if err != nil || len(again.Out) != 1 || !bytes.Equal(again.Out[0].Msgs[0], rcv.Out[0].Msgs[0]) || again.Out[0].To != "a" {
+		t.Fatalf("the repeat: %+v %v, want the first answer again", again, err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("the coordinator counts %d after an ask and its repeat, want 1 grant", n)
+	}
+	if r, _ := a.receive(t, at(11), again.Out[0].Msgs[0]); !r.Answered || r.Answer.ID != first.ID || !r.Answer.Allowed {
+		t.Fatalf("the repeated answer: %+v", r)
+	}
+	if r, _ := a.receive(t, at(11), rcv.Out[0].Msgs[0]); r.Answered {
+		t.Fatal("the first answer, late, was taken after the repeat's")
+	}
+	if a.e.AskAgain(first.ID) {
+		t.Fatal("an answered ask was asked again")
+	}
+	// The ask is lost: the repeat is decided as the first.
+	second, _ := a.ask(t, at(12), key)
+	if !a.e.AskAgain(second.ID) {
+		t.Fatal("a pending ask was not asked again")
+	}
+	rcv, err = k.receive(t, at(13), second.Out.Msgs[0])
+	if err != nil || len(rcv.Out) != 1 {
+		t.Fatalf("the repeat of a lost ask: %+v %v", rcv, err)
+	}
+	if r, _ := a.receive(t, at(13), rcv.Out[0].Msgs[0]); !r.Answered || r.Answer.ID != second.ID {
+		t.Fatalf("the answer to a repeat of a lost ask: %+v", r)
+	}
+	st, kst := &a.e.Stats, &k.e.Stats
+	if st.AsksRetried.Load() != 2 || st.AsksToCoordinator.Load() != 2 || st.AsksExpired.Load() != 0 || kst.AsksAnswered.Load() != 2 || kst.AnswersRepeated.Load() != 1 || kst.Replays.Load() != 0 {
+		t.Fatalf("stats: %d retried, %d first, %d expired; the coordinator answered %d, %d again, %d replays", st.AsksRetried.Load(), st.AsksToCoordinator.Load(), st.AsksExpired.Load(), kst.AsksAnswered.Load(), kst.AnswersRepeated.Load(), kst.Replays.Load())
+	}
+	// Past answersKept more answers, the first's is forgotten: a repeat
+	// of it is a replay, never decided again.
+	for i := range answersKept {
+		asked, _ := a.ask(t, at(20+int64(i)), key)
+		if _, err := k.receive(t, at(20+int64(i)), asked.Out.Msgs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, err := k.receive(t, at(100), first.Out.Msgs[0]); !errors.Is(err, ErrReplay) || len(r.Out) != 0 {
+		t.Fatalf("a repeat past the answers kept: %+v %v, want a replay", r, err)
 	}
 }

@@ -157,6 +157,16 @@
 //     the answer for the asker (PurposeAnswer); the asker's Receive
 //     returns it in Received.Answer when the ask is still pending and the
 //     answer comes from the node asked, and drops any other.
+//   - Without an answer within part of its deadline (cluster.Node: half),
+//     the caller sends the same message again (AskAgain reports whether
+//     the ask is still pending, and counts it). A coordinator keeps the
+//     answers to each asker's last 64 asks and answers a repeat of one it
+//     decided with the same answer, never a second decision, so a lost
+//     ask or a lost answer costs a round trip, not a check decided alone;
+//     whichever answer comes first is taken. A repeat older than the
+//     answers kept is dropped as a replay (ErrReplay). A node passing an
+//     ask on (Routing) does so before the replay check, so a repeat is
+//     passed on too and the coordinator tells it from a replay.
 //   - Without an answer by the caller's deadline, AskExpired gives the ask
 //     up and returns the release for the coordinator (so that a grant it
 //     may have made stops counting at once); the caller decides alone,
@@ -429,6 +439,6 @@
 // are meant for that same goroutine, so that membership changes and their
 // OnNodesChanged calls come in order. OnNodesChanged runs with no engine
 // lock held. The zero Engine is not usable: build one with New.
-// Ask and AskExpired may be called from any goroutine (a node's checks at
+// Ask, AskAgain and AskExpired may be called from any goroutine (a node's checks at
 // the margin run on their request goroutines), concurrently with Receive.
 package engine

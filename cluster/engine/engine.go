@@ -366,9 +366,11 @@ type Stats struct {
 	SilenceCatchUps                 atomic.Uint64 // of which after a peer's silence
 	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
+	AnswersRepeated                 atomic.Uint64 // of peers' asks repeated (AskAgain), those answered again with the answer given
 	AsksRelayed                     atomic.Uint64 // peers' asks of a routed key passed on to its coordinator (relayTo)
 	AsksToCoordinator               atomic.Uint64 // asks this node sent to the key's coordinator (Ask)
 	AsksToRunnerUp                  atomic.Uint64 // asks sent to a runner-up instead: the key's coordinator had missed its asks
+	AsksRetried                     atomic.Uint64 // asks sent again, the same message, after no answer within part of the deadline (AskAgain)
 	AsksExpired                     atomic.Uint64 // asks of either kind given up without an answer (AskExpired)
 	AsksAlone                       atomic.Uint64 // checks Ask left to the budget at once: every node above this one had missed its asks
 	SilenceNoticesSent              atomic.Uint64 // notices of coordinators failed over here, once however many peers get them (silence.go)
@@ -386,6 +388,7 @@ type peer struct {
 	PeerState
 	greeted     bool             // this engine sent it a hello
 	asks        map[uint64]int64 // ids of its asks decided here, and when (freshAsk)
+	answers     *answerRing      // the answers to its last asks, for a repeat (answerAgain)
 	helloSet    bool             // lastHelloMs is set
 	lastHelloMs int64            // send time of the last hello answered (the sender's clock)
 	caughtUp    bool             // lastCatchUp is set

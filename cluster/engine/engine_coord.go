@@ -47,6 +47,50 @@ func (e *Engine) freshAsk(now time.Time, from string, id uint64, sentMs int64) b
 	return true
 }
 
+// answersKept is how many of a peer's last answered asks a coordinator
+// keeps the answer of, for a repeat (AskAgain): an asker repeats an ask
+// within its deadline, at most a second, so this covers a peer's asks of
+// the last deadline up to 64 of them; a repeat of an older one is dropped
+// as a replay, and its asker decides alone at its deadline, as it would
+// have without repeating.
+const answersKept = 64
+
+// answerRing is the answers to a peer's last answersKept asks.
+type answerRing struct {
+	ids  [answersKept]uint64
+	msgs [answersKept][]byte
+	next int
+}
+
+// rememberAnswer keeps msg, the answer to ask id of from, for a repeat.
+func (e *Engine) rememberAnswer(from string, id uint64, msg []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peer(from)
+	if p.answers == nil {
+		p.answers = new(answerRing)
+	}
+	r := p.answers
+	r.ids[r.next], r.msgs[r.next] = id, msg
+	r.next = (r.next + 1) % answersKept
+}
+
+// answerAgain returns the answer given to ask id of from, if it is kept.
+func (e *Engine) answerAgain(from string, id uint64) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peers[from]
+	if p == nil || p.answers == nil {
+		return nil
+	}
+	for i, got := range p.answers.ids {
+		if got == id && p.answers.msgs[i] != nil {
+			return p.answers.msgs[i]
+		}
+	}
+	return nil
+}
+
 // member reports whether messages from name are heard (Config.Members).
 func (e *Engine) member(name string) bool {
 	return e.cfg.Members == nil || e.cfg.Members(name)
@@ -124,21 +168,29 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 		if err := e.heard(now, kindAsk, from, sentMs); err != nil {
 			return Received{From: from}, err
 		}
-		if !e.freshAsk(now, from, id, sentMs) {
-			// Deciding an ask twice would grant it twice: a grant nobody
-			// counts, which over-counts until it expires.
-			e.Stats.Replays.Add(1)
-			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
-		}
 		if to := e.relayTo(now, from, a.Key, a.Limits); to != "" {
 			// Not this node's key: the asker reached it instead of the
 			// key's coordinator, which it failed over though this node
 			// reaches it (a cut one way). Deciding here, without the
 			// counts only the coordinator holds of a routed key, would
 			// make two coordinators that each miss the other's grants. The
-			// coordinator answers the asker directly.
+			// coordinator answers the asker directly, and it alone tells a
+			// repeat (AskAgain) from a replay.
 			e.Stats.AsksRelayed.Add(1)
 			return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
+		}
+		if !e.freshAsk(now, from, id, sentMs) {
+			if msg := e.answerAgain(from, id); msg != nil {
+				// A repeat of an ask answered here, whose answer was
+				// lost or is late: the same answer again, not a second
+				// decision.
+				e.Stats.AnswersRepeated.Add(1)
+				return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
+			}
+			// Deciding an ask twice would grant it twice: a grant nobody
+			// counts, which over-counts until it expires.
+			e.Stats.Replays.Add(1)
+			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
 		}
 		res := w.coord.results(len(a.Limits))
 		status, allowed := answerUnable, false
@@ -155,6 +207,7 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 			}
 		}
 		msg := w.encodeAnswer(version, e.cfg.Self, now, id, status, allowed, res)
+		e.rememberAnswer(from, id, msg)
 		return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
 	case kindAnswer:
 		w := e.pool.Get().(*wire)

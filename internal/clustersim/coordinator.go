@@ -26,6 +26,10 @@ import (
 // the one-way latency, exceeds the deadline gets no answer, nor does one
 // whose ask or answer the network loses (the configured loss rate, drawn
 // from the same seeded source as the sync messages' losses, or a cut).
+// Without an answer by half the deadline the ask is sent again, as a node
+// sends it (Engine.AskAgain), and its answer, the first one again if the
+// coordinator gave one, comes in time when half the deadline and a round
+// trip fit the deadline.
 // The coordinator still decides an ask that reached it, so a grant may
 // exist there; the asker then gives the ask up at the deadline, sends the
 // release the engine returns, which arrives a latency later (or is lost,
@@ -69,17 +73,25 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	}
 	at := s.now
 	msg := asked.Out.Msgs[0]
-	s.stats.Asks++
-	s.stats.AskBytes += int64(len(msg))
-	inTime := 2*s.cfg.Latency <= s.deadline()
+	deadline := s.deadline()
 	// What the network brings the asker: its answers in time, or none and
 	// the late ones (taken at the deadline and a round trip after the ask).
 	var got askOutcome
-	got.at, got.expireAt, got.lateAt = at, at+s.deadline().Milliseconds(), at+2*s.latMs
-	if !s.lost(sc.j, ki) {
+	got.at, got.expireAt, got.lateAt = at, at+deadline.Milliseconds(), at+2*s.latMs
+	granted := false // by the coordinator, for an answer the asker may never take
+	// send puts the ask on the network, sent after the check by delay: the
+	// coordinator decides it at the check's instant (or answers a repeat
+	// with its first answer), and its answer arrives a round trip after it
+	// was sent, in time if by the deadline.
+	send := func(delay time.Duration) error {
+		s.stats.Asks++
+		s.stats.AskBytes += int64(len(msg))
+		if s.lost(sc.j, ki) {
+			return nil
+		}
 		rcv, err := s.receive(ki, at, msg)
 		if err != nil {
-			return false, false, fmt.Errorf("clustersim: %s receiving an ask: %w", k, err)
+			return fmt.Errorf("clustersim: %s receiving an ask: %w", k, err)
 		}
 		for _, o := range rcv.Out {
 			if o.Purpose != engine.PurposeAnswer {
@@ -88,23 +100,38 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 			for _, m := range o.Msgs {
 				s.stats.Answers++
 				s.stats.AnswerBytes += int64(len(m))
-				lost := s.lost(ki, sc.j)
-				if lost || !inTime {
-					// It finds no waiter. Read as an oracle: a grant in it
-					// is an over-count the asker never hears of (orphan).
-					if a, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err != nil {
-						return false, false, fmt.Errorf("clustersim: decoding an answer: %w", err)
-					} else if a.Decided && a.Allowed {
-						s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
-					}
-					if !lost {
-						got.late = append(got.late, m)
-					}
-					continue
+				if a, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err != nil {
+					return fmt.Errorf("clustersim: decoding an answer: %w", err)
+				} else if a.Decided && a.Allowed {
+					granted = true
 				}
-				got.answers = append(got.answers, m)
+				switch {
+				case s.lost(ki, sc.j):
+				case delay+2*s.cfg.Latency <= deadline:
+					got.answers = append(got.answers, m)
+				default:
+					got.late = append(got.late, m)
+				}
 			}
 		}
+		return nil
+	}
+	if err := send(0); err != nil {
+		return false, false, err
+	}
+	// No answer by half the deadline: the same ask again, as
+	// cluster.Node.Coordinate sends it.
+	if (len(got.answers) == 0 || 2*s.cfg.Latency > deadline/2) && n.eng.AskAgain(asked.ID) {
+		if err := send(deadline / 2); err != nil {
+			return false, false, err
+		}
+	}
+	if len(got.answers) > 0 {
+		got.late = nil
+	} else if granted {
+		// No answer came in time: read as an oracle, the grant is an
+		// over-count the asker never hears of (orphan).
+		s.lostGrant = orphan{key: ask.Key, hits: ask.Hits, until: at + s.grantTTLMs()}
 	}
 	s.recordAsk(sc.j, got)
 	allowed, rel, err := s.finishAsk(n, asked, got, results, k)

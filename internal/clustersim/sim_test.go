@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limiterd/limiterd/limiter"
 )
 
 // smallSim is a cheap cluster for property tests: 20 per second in 4
@@ -182,5 +184,44 @@ func TestSkewIsObserved(t *testing.T) {
 	}
 	if want := int64(2*30 + 2); r.MaxOffsetMs != want {
 		t.Errorf("largest observed offset %d ms, want %d", r.MaxOffsetMs, want)
+	}
+}
+
+// TestAskRepeatedAfterLoss: on a lossy network a check whose ask or
+// answer was lost is asked again at half the deadline, as a node does
+// (cluster.Node.Coordinate), and the repeat is answered, the first answer
+// again when the coordinator gave one: fewer checks fall back than asks
+// went unanswered the first time, and the coordinator never decides one
+// ask twice.
+func TestAskRepeatedAfterLoss(t *testing.T) {
+	sc := smallSim()
+	sc.Budget, sc.Latency, sc.Loss, sc.NetSeed = true, time.Millisecond, 0.3, 11
+	s, err := New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d limiter.Decision
+	for at := int64(0); at < 5000; at += 5 { // 200 a second of a limit of 20: always at the margin
+		if err := s.Check(at, "hot", int(at/5)%sc.Nodes, 1, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := s.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retried, repeated, answered uint64
+	for i := range s.Len() {
+		es := &s.Node(i).Engine().Stats
+		retried += es.AsksRetried.Load()
+		repeated += es.AnswersRepeated.Load()
+		answered += es.AsksAnswered.Load()
+	}
+	t.Logf("%d checks, %d asks, %d asked again, %d answered again, %d decided by coordinators, %d fell back", st.Requests, st.Asks, retried, repeated, answered, st.Fallback)
+	if retried == 0 || repeated == 0 || uint64(st.Fallback) >= retried {
+		t.Fatalf("%d asked again, %d answered again, %d fell back: want repeats that are answered", retried, repeated, st.Fallback)
+	}
+	if int64(answered)+int64(repeated) > int64(st.Asks) {
+		t.Fatalf("%d decisions and %d repeated answers for %d asks sent", answered, repeated, st.Asks)
 	}
 }
