@@ -32,12 +32,13 @@ import (
 //     its event delegate that a node is gone but not whether it failed or
 //     left, and the mark tells the two apart), and the newest sync message
 //     version the node decodes, which the peers' engines write to it only
-//     once every member decodes it (engine.SetPeerSyncVersion).
+//     once every member decodes it (engine.SetPeerSyncVersion), and
+//     whether it decodes the relay envelopes (engine.SetPeerRelays).
 type delegate struct{ n *Node }
 
 // NodeMeta implements memberlist.Delegate.
 func (d delegate) NodeMeta(limit int) []byte {
-	b := encodeMeta(meta{http: d.n.cfg.HTTPAddr, leaving: d.n.leaving.Load(), sync: engine.SyncVersion})
+	b := encodeMeta(meta{http: d.n.cfg.HTTPAddr, leaving: d.n.leaving.Load(), sync: engine.SyncVersion, relay: true})
 	if len(b) > limit {
 		return nil
 	}
@@ -51,6 +52,10 @@ type meta struct {
 	// sync is the newest sync message version the node decodes
 	// (engine.SetPeerSyncVersion); 1 for a release that states none.
 	sync uint8
+	// relay is whether the node decodes the envelopes of asks passed on
+	// and answers forwarded (engine.SetPeerRelays); false for a release
+	// that states none.
+	relay bool
 }
 
 // encodeMeta and decodeMeta are the node metadata format: URL query
@@ -66,12 +71,15 @@ func encodeMeta(m meta) []byte {
 	if m.sync > 1 {
 		v.Set("sync", strconv.Itoa(int(m.sync)))
 	}
+	if m.relay {
+		v.Set("relay", "1")
+	}
 	return []byte(v.Encode())
 }
 
 func decodeMeta(b []byte) meta {
 	v, _ := url.ParseQuery(string(b)) // a malformed field only loses itself
-	m := meta{http: v.Get("http"), leaving: v.Get("leaving") == "1", sync: 1}
+	m := meta{http: v.Get("http"), leaving: v.Get("leaving") == "1", sync: 1, relay: v.Get("relay") == "1"}
 	if s, err := strconv.ParseUint(v.Get("sync"), 10, 8); err == nil && s > 1 {
 		m.sync = uint8(s)
 	}
@@ -157,6 +165,7 @@ func (n *Node) record(nd *memberlist.Node, event string) {
 	if !self {
 		// Before reconcile sends it anything: the version it decodes.
 		n.engine.SetPeerSyncVersion(nd.Name, md.sync)
+		n.engine.SetPeerRelays(nd.Name, md.relay)
 	}
 	n.mu.Lock()
 	n.members[nd.Name] = m

@@ -2,9 +2,11 @@ package cluster
 
 import "testing"
 
-// TestMetaSyncVersion: a node states the sync version it decodes, and a
-// node of a release that states none is read as decoding version 1, so
-// that its peers write it version 1 (engine.SetPeerSyncVersion).
+// TestMetaSyncVersion: a node states the sync version it decodes and that
+// it decodes the relay envelopes, and a node of a release that states
+// none is read as decoding version 1 and no envelope, so that its peers
+// write it version 1 (engine.SetPeerSyncVersion) and pass asks on to it
+// raw (engine.SetPeerRelays).
 func TestMetaSyncVersion(t *testing.T) {
 	for _, tc := range []struct {
 		meta string
@@ -16,13 +18,15 @@ func TestMetaSyncVersion(t *testing.T) {
 		{"sync=0", meta{sync: 1}},
 		{"sync=x", meta{sync: 1}},
 		{"sync=300", meta{sync: 1}},
+		{"relay=1&sync=2", meta{sync: 2, relay: true}},
+		{"relay=0&sync=2", meta{sync: 2}},
 		{"", meta{sync: 1}},
 	} {
 		if got := decodeMeta([]byte(tc.meta)); got != tc.want {
 			t.Errorf("decodeMeta(%q) = %+v, want %+v", tc.meta, got, tc.want)
 		}
 	}
-	if got := string(encodeMeta(meta{http: "h:1", sync: 2})); got != "http=h%3A1&sync=2" {
+	if got := string(encodeMeta(meta{http: "h:1", sync: 2, relay: true})); got != "http=h%3A1&relay=1&sync=2" {
 		t.Errorf("encodeMeta: %q", got)
 	}
 }

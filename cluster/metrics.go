@@ -67,7 +67,7 @@ func newCollector(n *Node) *collector {
 			"Each live peer's clock minus this node's, estimated from its last message (one-way delay included). Skew shifts slice boundaries between nodes; see the counter's documentation.",
 			[]string{"peer"}, nil),
 		asks: prometheus.NewDesc("limiterd_coordinator_asks_total",
-			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node on the ring because the coordinator missed its last asks (runner_up); and checks asked again because no answer came within half the deadline (retry, to either).",
+			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node on the ring because the coordinator missed its last asks (runner_up); checks asked again because no answer came within half the deadline (retry, to either); and checks of keys whose every node above this one missed its asks, sent through the next node, which passes them on if it hears the coordinator (around).",
 			[]string{"to"}, nil),
 		expired: prometheus.NewDesc("limiterd_coordinator_asks_expired_total",
 			"Asks this node gave up without an answer by the deadline (decided by the budget), by the peer asked. Three in a row to one peer, or one after a second of its silence, fail it over.",
@@ -131,6 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.asks, s.AsksToCoordinator.Load(), "first")
 	counter(c.asks, s.AsksToRunnerUp.Load(), "runner_up")
 	counter(c.asks, s.AsksRetried.Load(), "retry")
+	counter(c.asks, s.AsksAround.Load(), "around")
 	for name, p := range n.engine.Peers() {
 		counter(c.expired, p.AsksExpired, name)
 	}

@@ -22,13 +22,18 @@ type Asked struct {
 	Local    bool
 	Decision counter.Decision
 	// Alone is true when every node placed above this one for the key has
-	// missed its asks (failed over): nothing is sent, and the caller
-	// decides alone with the budget (counter.AllowFallback) at once,
-	// without waiting. This node does not take the key's coordination on
-	// itself: every node that lost its peers that way would, and each
-	// would admit up to the limit (a partition's bound) instead of the
-	// budget's.
+	// missed its asks (failed over) and no node can carry an ask around
+	// to them (Around): nothing is sent, and the caller decides alone with
+	// the budget (counter.AllowFallback) at once, without waiting. This
+	// node does not take the key's coordination on itself: every node that
+	// lost its peers that way would, and each would admit up to the limit
+	// (a partition's bound) instead of the budget's.
 	Alone bool
+	// Around is true when every node placed above this one is failed over
+	// and the ask goes, in an envelope, to the next node on the ring,
+	// which passes it on to the key's coordinator if it hears it, and
+	// answers "unable" otherwise (relay.go).
+	Around bool
 	// ID and Out, when not Local: the ask, to send at once to Out.To (as
 	// one datagram, or over a stream when Out.Reliable). Its answer comes
 	// back from Receive with this ID; without one by the deadline, call
@@ -57,10 +62,21 @@ type pendingAsk struct {
 // the ask message. Safe for concurrent use.
 func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) (Asked, error) {
 	to, runnerUp := e.coordinator(now, ask.Key)
+	via := ""
+	if to == e.cfg.Self && runnerUp {
+		// Every node above this one is failed over here. One may be
+		// silent to this node alone (a cut one way): ask it through the
+		// next node, which passes the ask on if it hears it (relay.go).
+		e.mu.Lock()
+		via = e.aroundVia(now, ask.Key)
+		e.mu.Unlock()
+		if via == "" {
+			e.Stats.AsksAlone.Add(1)
+			return Asked{Alone: true}, nil
+		}
+		to = via
+	}
 	switch {
-	case to == e.cfg.Self && runnerUp:
-		e.Stats.AsksAlone.Add(1)
-		return Asked{Alone: true}, nil
 	case to == e.cfg.Self:
 		d, err := e.c.Coordinate(now, to, 0, ask, results)
 		return Asked{Local: true, Decision: d}, err
@@ -81,18 +97,24 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 	w := e.pool.Get().(*wire)
 	msg, err := w.encodeAsk(e.cfg.Self, now, id, ask)
 	e.pool.Put(w)
+	if err == nil && via != "" {
+		msg, err = encodeRelay(e.h, kindPassed, via, msg)
+	}
 	if err != nil {
 		e.askMu.Lock()
 		delete(e.pending, id)
 		e.askMu.Unlock()
 		return Asked{}, err
 	}
-	if runnerUp {
+	switch {
+	case via != "":
+		e.Stats.AsksAround.Add(1)
+	case runnerUp:
 		e.Stats.AsksToRunnerUp.Add(1)
-	} else {
+	default:
 		e.Stats.AsksToCoordinator.Add(1)
 	}
-	return Asked{ID: id, RunnerUp: runnerUp, Out: Outbound{To: to, Purpose: PurposeAsk, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}, nil
+	return Asked{ID: id, RunnerUp: runnerUp, Around: via != "", Out: Outbound{To: to, Purpose: PurposeAsk, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}, nil
 }
 
 // AskExpired gives up on ask id at now: no answer came by the deadline,

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -234,5 +235,58 @@ func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
 	}
 	if d.Decided != limiter.DecidedByCoordinator || !d.Allowed {
 		t.Fatalf("node 5's check of the key after the notice: %+v, want allowed by the runner-up", d)
+	}
+}
+
+// TestRunnerUpAsksAroundAOneWayCut: the key's runner-up hears nothing
+// from the coordinator, which hears it, and the others hear both (a cut
+// one way). Once it fails the coordinator over, its checks of the key go
+// around through the next node and are decided by the coordinator, on the
+// whole count, instead of by its budget alone; the coordinator stays
+// failed over at the runner-up.
+func TestRunnerUpAsksAroundAOneWayCut(t *testing.T) {
+	const n = 6
+	cfg := clustersim.DefaultConfig()
+	cfg.Nodes, cfg.Routing, cfg.EveryTick = n, counter.RouteAlways, true
+	cl, err := clustersim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(0); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = cl.Node(i).Name()
+	}
+	// A key node 0 coordinates, node 1 its runner-up.
+	key := "k"
+	for i := 0; engine.CoordinatorOf(key, names) != names[0] || engine.CoordinatorOf(key, names[1:]) != names[1]; i++ {
+		key = "k" + string(rune('a'+i%26)) + key
+	}
+	step(t, cl, 1000)
+	cl.SetCut(func(from, to int) bool { return from == 0 && to == 1 })
+	var d limiter.Decision
+	ms := int64(1001)
+	decided := map[limiter.Decider]int{}
+	for i := range 40 {
+		// Node 0 has checks of its own, so that it sends every tick, as a
+		// node under load does (a quiet one is heard once a second).
+		if err := cl.Check(ms, fmt.Sprint("other-", i), 0, 1, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Check(ms, key, 1, 1, &d); err != nil {
+			t.Fatal(err)
+		}
+		decided[d.Decided]++
+		ms += 20
+		step(t, cl, ms)
+	}
+	e := cl.Node(1).Engine()
+	if !slices.Contains(e.FailedOver(cl.Clock(1, ms)), names[0]) || e.Stats.AsksAround.Load() == 0 || e.Stats.AsksAlone.Load() != 0 {
+		t.Fatalf("node 1: failed over %v, %d asks around, %d decided alone; want node 0 failed over and asked around", e.FailedOver(cl.Clock(1, ms)), e.Stats.AsksAround.Load(), e.Stats.AsksAlone.Load())
+	}
+	if decided[limiter.DecidedInFallback] > engine.DefaultConfig("x").FailoverMisses {
+		t.Fatalf("node 1's checks: %v; want all but the misses before the failover decided by the coordinator", decided)
 	}
 }

@@ -121,6 +121,15 @@
 //     coordinator when this node heard from it within two sync intervals;
 //     the coordinator answers the asker directly, so only one node grants
 //     the key. Otherwise this node decides it, as a runner-up does.
+//   - The coordinator answers an ask passed on in an envelope both to the
+//     asker and, in a second envelope, to the node that passed it on,
+//     which forwards it: under a cut one way the answer goes around it by
+//     the path the ask came. A node that is a key's runner-up, with the
+//     coordinator failed over here but still a member, asks through the
+//     next node on the ring instead of deciding alone (Asked.Around);
+//     that node passes the ask on when it hears the coordinator and
+//     answers "unable" otherwise. A forwarded answer does not count as a
+//     message from the coordinator, which stays failed over (relay.go).
 //   - A node that fails a key's coordinator over sends its changes of the
 //     key to the coordinator as well as to the runner-up (view.also).
 //     Silent to this node, it may not be to the others (a cut one way),
@@ -133,9 +142,11 @@
 //
 // What routing gives up is measured in e2e/faults (docs/faults.md): with
 // every change broadcast, each node also judges a check against its own
-// complete count before it asks, which keeps a one-way cut with loss and a
-// coordinator's clock ahead within bounds that routing alone does not
-// (RouteAuto broadcasts up to MeshNodes nodes for that reason).
+// complete count before it asks, which keeps a coordinator's clock ahead
+// within bounds that routing alone does not (RouteAuto broadcasts up to
+// MeshNodes nodes for that reason). A one-way cut with loss, which routing
+// alone let through at about twice the limit, holds its bound since asks
+// go around the cut (above).
 //
 // # Coordination at the margin
 //
@@ -322,12 +333,15 @@
 // Every message is a kind byte ('D' delta, 'S' state: anti-entropy,
 // catch-up, hello reply and, empty, heartbeat; 'H' hello; 'Q' ask, 'A'
 // answer, 'R' release; 'X' reset asked, 'Z' reset applied, 'Y' its answer,
-// 'K' its acknowledgement; 'F' silence notice) and a msgpack array whose
+// 'K' its acknowledgement; 'F' silence notice; 'P' an ask passed on and
+// 'W' an answer to forward, the relay envelopes) and a msgpack array whose
 // first field is the version: wireVersion, 2, for the sync kinds (1
 // before keys were coded against the one before them and starts sent as
 // ages: codec.go), coordVersion, 4, for the coordination kinds that need
 // it (3 before stated maxes, 2 before leases), resetVersion, 1, for the
-// reset kinds, and silentVersion, 1, for the notice. The bytes of each
+// reset kinds, silentVersion, 1, for the notice, and relayVersion, 1,
+// for the envelopes, whose last field is the message they carry, whole.
+// The bytes of each
 // kind are pinned by goldens under testdata/wire (go test -update
 // rewrites them), so that a change of the format is deliberate: delta,
 // state, hello and heartbeat are sync version 1, delta_v2 and the others
@@ -393,6 +407,14 @@
 //     as an unknown kind (a decode error) and fails a silent coordinator
 //     over by its own misses, as before; the nodes of this release still
 //     fail it over together.
+//
+//   - Relay envelopes: a node states that it decodes them in its
+//     membership metadata ("relay=1"; a release before them states none,
+//     SetPeerRelays). A node passes an ask on to a coordinator in an
+//     envelope only when that coordinator states it, and raw otherwise,
+//     as before (the answer then goes to the asker alone); it asks around
+//     only through a node that states it, and decides alone, as before,
+//     when none does.
 //
 //   - Resets: a node of a release before them drops every reset kind, as
 //     an unknown kind (a decode error, logged as a malformed message), and

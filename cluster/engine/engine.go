@@ -367,7 +367,9 @@ type Stats struct {
 	Replies                         atomic.Uint64 // full states sent for a hello, or owed and sent by Tick
 	AsksAnswered                    atomic.Uint64 // peers' asks this node decided as coordinator
 	AnswersRepeated                 atomic.Uint64 // of peers' asks repeated (AskAgain), those answered again with the answer given
-	AsksRelayed                     atomic.Uint64 // peers' asks of a routed key passed on to its coordinator (relayTo)
+	AsksRelayed                     atomic.Uint64 // peers' asks of a routed key passed on to its coordinator (relayTo, relay.go)
+	AnswersForwarded                atomic.Uint64 // answers to asks this node passed on, forwarded to their askers (relay.go)
+	AsksAround                      atomic.Uint64 // asks sent through the next node to a coordinator failed over here, by its runner-up (relay.go)
 	AsksToCoordinator               atomic.Uint64 // asks this node sent to the key's coordinator (Ask)
 	AsksToRunnerUp                  atomic.Uint64 // asks sent to a runner-up instead: the key's coordinator had missed its asks
 	AsksRetried                     atomic.Uint64 // asks sent again, the same message, after no answer within part of the deadline (AskAgain)
@@ -400,6 +402,7 @@ type peer struct {
 	misses      int              // asks to it given up in a row since it was last heard (ask.go)
 	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
 	toldAt      time.Time        // when this node last told the peers it failed it over
+	noRelay     bool             // it does not decode the relay envelopes (SetPeerRelays)
 	// decodes is the newest sync version it decodes (SetPeerSyncVersion);
 	// 0 when not told, taken as wireVersion.
 	decodes uint8
@@ -729,6 +732,12 @@ func (e *Engine) Receive(now time.Time, b []byte) (Received, error) {
 	}
 	if len(b) > 0 && b[0] == kindSilent {
 		return e.receiveSilent(now, b) // silence.go
+	}
+	if len(b) > 0 && b[0] == kindPassed {
+		return e.receivePassed(now, b) // relay.go
+	}
+	if len(b) > 0 && b[0] == kindForward {
+		return e.receiveForward(now, b) // relay.go
 	}
 	from, out, err := e.receiveSync(now, b)
 	return Received{From: from, Out: out}, err

@@ -96,10 +96,24 @@ func (e *Engine) member(name string) bool {
 	return e.cfg.Members == nil || e.cfg.Members(name)
 }
 
-// heard checks a coordination message from another node before any work:
-// its sender must be a member and it must not be stale. It counts what it
-// drops.
+// heard checks a coordination message from another node before any work
+// (admissible) and records that its sender is alive.
 func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) error {
+	if err := e.admissible(now, kind, from, sentMs); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if p := e.peers[from]; p != nil {
+		p.misses, p.told = 0, false // alive: asked again if it had been failed over
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// admissible checks a coordination message from another node before any
+// work: its sender must be a member and it must not be stale. It counts
+// what it drops.
+func (e *Engine) admissible(now time.Time, kind byte, from string, sentMs int64) error {
 	if !e.member(from) {
 		e.Stats.NotMember.Add(1)
 		return fmt.Errorf("%w: %.64q is no member here", ErrNotMember, from)
@@ -108,11 +122,6 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 		e.Stats.Stale.Add(1)
 		return fmt.Errorf("%w: a %q message from %.64q sent %d ms ago (at most %v)", ErrStale, kind, from, age, e.cfg.MaxMessageAge)
 	}
-	e.mu.Lock()
-	if p := e.peers[from]; p != nil {
-		p.misses, p.told = 0, false // alive: asked again if it had been failed over
-	}
-	e.mu.Unlock()
 	return nil
 }
 
@@ -129,6 +138,13 @@ func (e *Engine) relayTo(now time.Time, asker, key string, limits []string) stri
 	if !slices.ContainsFunc(limits, func(id string) bool { return routed[id] }) {
 		return ""
 	}
+	return e.relayTarget(now, asker, key)
+}
+
+// relayTarget returns the key's coordinator as this node sees the
+// cluster, when it is another peer, not failed over here, not the asker,
+// and heard from within two sync intervals; "" otherwise.
+func (e *Engine) relayTarget(now time.Time, asker, key string) string {
 	to, _ := e.coordinator(now, key)
 	if to == e.cfg.Self || to == asker {
 		return ""
@@ -154,79 +170,9 @@ func isCoordKind(b []byte) bool {
 func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 	switch b[0] {
 	case kindAsk:
-		w := e.pool.Get().(*wire)
-		defer e.putDecoded(w) // a's strings alias b
-		a := &w.coord.ask
-		from, sentMs, id, version, err := w.decodeAsk(b, e.cfg.Limits, a)
-		if err != nil {
-			e.countDecodeError(err)
-			return Received{}, err
-		}
-		if from == e.cfg.Self {
-			return Received{From: from}, nil
-		}
-		if err := e.heard(now, kindAsk, from, sentMs); err != nil {
-			return Received{From: from}, err
-		}
-		if to := e.relayTo(now, from, a.Key, a.Limits); to != "" {
-			// Not this node's key: the asker reached it instead of the
-			// key's coordinator, which it failed over though this node
-			// reaches it (a cut one way). Deciding here, without the
-			// counts only the coordinator holds of a routed key, would
-			// make two coordinators that each miss the other's grants. The
-			// coordinator answers the asker directly, and it alone tells a
-			// repeat (AskAgain) from a replay.
-			e.Stats.AsksRelayed.Add(1)
-			return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
-		}
-		if !e.freshAsk(now, from, id, sentMs) {
-			if msg := e.answerAgain(from, id); msg != nil {
-				// A repeat of an ask answered here, whose answer was
-				// lost or is late: the same answer again, not a second
-				// decision.
-				e.Stats.AnswersRepeated.Add(1)
-				return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
-			}
-			// Deciding an ask twice would grant it twice: a grant nobody
-			// counts, which over-counts until it expires.
-			e.Stats.Replays.Add(1)
-			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
-		}
-		res := w.coord.results(len(a.Limits))
-		status, allowed := answerUnable, false
-		if e.skewedPeer(from) {
-			// The ask carries the asker's newest slices, which deciding
-			// would merge: on a clock beyond MaxClockOffset they cannot be
-			// placed. Unable: the asker decides alone, with its budget, as
-			// across a partition, and at once rather than at its deadline.
-			e.Stats.SkewedMessages.Add(1)
-		} else {
-			e.Stats.AsksAnswered.Add(1)
-			if d, cerr := e.c.Coordinate(now, from, id, a, res); cerr == nil {
-				status, allowed = answerDecided, d.Allowed
-			}
-		}
-		msg := w.encodeAnswer(version, e.cfg.Self, now, id, status, allowed, res)
-		e.rememberAnswer(from, id, msg)
-		return Received{From: from, Out: []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
+		return e.answerAsk(now, b, "")
 	case kindAnswer:
-		w := e.pool.Get().(*wire)
-		a, err := w.decodeAnswer(b, e.cfg.Limits) // a owns its strings and results
-		e.putDecoded(w)
-		if err != nil {
-			e.countDecodeError(err)
-			return Received{}, err
-		}
-		if a.From == e.cfg.Self {
-			return Received{From: a.From}, nil
-		}
-		if err := e.heard(now, kindAnswer, a.From, a.SentMs); err != nil {
-			return Received{From: a.From}, err
-		}
-		if !e.answered(a) {
-			return Received{From: a.From}, nil // late, or not ours: nobody waits for it
-		}
-		return Received{From: a.From, Answer: a, Answered: true}, nil
+		return e.takeAnswer(now, b, true)
 	default: // kindRelease
 		w := e.pool.Get().(*wire)
 		defer e.putDecoded(w) // m's strings alias b and w
@@ -248,4 +194,112 @@ func (e *Engine) receiveCoord(now time.Time, b []byte) (Received, error) {
 		e.c.Release(now, m.From, m.ID, m.Key, m.Limits)
 		return Received{From: m.From}, nil
 	}
+}
+
+// answerAsk decides ask b, or passes it on (relayTo), and returns the
+// answer for its asker. via, when not "", is the node that passed it on
+// in an envelope (relay.go): the answer also goes there, forwarded, and
+// the ask is not passed on again.
+func (e *Engine) answerAsk(now time.Time, b []byte, via string) (Received, error) {
+	w := e.pool.Get().(*wire)
+	defer e.putDecoded(w) // a's strings alias b
+	a := &w.coord.ask
+	from, sentMs, id, version, err := w.decodeAsk(b, e.cfg.Limits, a)
+	if err != nil {
+		e.countDecodeError(err)
+		return Received{}, err
+	}
+	if from == e.cfg.Self {
+		return Received{From: from}, nil
+	}
+	if err := e.heard(now, kindAsk, from, sentMs); err != nil {
+		return Received{From: from}, err
+	}
+	if to := e.relayTo(now, from, a.Key, a.Limits); to != "" && via == "" {
+		// Not this node's key: the asker reached it instead of the key's
+		// coordinator, which it failed over though this node reaches it
+		// (a cut one way). Deciding here, without the counts only the
+		// coordinator holds of a routed key, would make two coordinators
+		// that each miss the other's grants. The coordinator answers the
+		// asker directly, and through this node when it decodes the
+		// envelope (relay.go); it alone tells a repeat (AskAgain) from a
+		// replay.
+		e.Stats.AsksRelayed.Add(1)
+		msg := bytes.Clone(b)
+		e.mu.Lock()
+		wrap := e.relaysLocked(to)
+		e.mu.Unlock()
+		if wrap {
+			if msg, err = encodeRelay(e.h, kindPassed, e.cfg.Self, b); err != nil {
+				return Received{From: from}, err
+			}
+		}
+		return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}}, nil
+	}
+	var msg []byte
+	if !e.freshAsk(now, from, id, sentMs) {
+		if msg = e.answerAgain(from, id); msg == nil {
+			// Deciding an ask twice would grant it twice: a grant nobody
+			// counts, which over-counts until it expires.
+			e.Stats.Replays.Add(1)
+			return Received{From: from}, fmt.Errorf("%w: ask %d from %.64q sent at %d ms", ErrReplay, id, from, sentMs)
+		}
+		// A repeat of an ask answered here, whose answer was lost or is
+		// late: the same answer again, not a second decision.
+		e.Stats.AnswersRepeated.Add(1)
+	} else {
+		res := w.coord.results(len(a.Limits))
+		status, allowed := answerUnable, false
+		if e.skewedPeer(from) {
+			// The ask carries the asker's newest slices, which deciding
+			// would merge: on a clock beyond MaxClockOffset they cannot be
+			// placed. Unable: the asker decides alone, with its budget, as
+			// across a partition, and at once rather than at its deadline.
+			e.Stats.SkewedMessages.Add(1)
+		} else {
+			e.Stats.AsksAnswered.Add(1)
+			if d, cerr := e.c.Coordinate(now, from, id, a, res); cerr == nil {
+				status, allowed = answerDecided, d.Allowed
+			}
+		}
+		msg = w.encodeAnswer(version, e.cfg.Self, now, id, status, allowed, res)
+		e.rememberAnswer(from, id, msg)
+	}
+	out := []Outbound{{To: from, Purpose: PurposeAnswer, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}}
+	if via != "" && via != from {
+		fwd, err := encodeRelay(e.h, kindForward, from, msg)
+		if err != nil {
+			return Received{From: from}, err
+		}
+		out = append(out, Outbound{To: via, Purpose: PurposeAnswer, Msgs: [][]byte{fwd}, Reliable: len(fwd) > e.cfg.DatagramBytes})
+	}
+	return Received{From: from, Out: out}, nil
+}
+
+// takeAnswer takes answer b: returned if one of this node's asks awaits
+// it. direct is whether it came from the coordinator itself, which then
+// counts as a message from it (heard); a forwarded one does not.
+func (e *Engine) takeAnswer(now time.Time, b []byte, direct bool) (Received, error) {
+	w := e.pool.Get().(*wire)
+	a, err := w.decodeAnswer(b, e.cfg.Limits) // a owns its strings and results
+	e.putDecoded(w)
+	if err != nil {
+		e.countDecodeError(err)
+		return Received{}, err
+	}
+	if a.From == e.cfg.Self {
+		return Received{From: a.From}, nil
+	}
+	if direct {
+		err = e.heard(now, kindAnswer, a.From, a.SentMs)
+	} else {
+		err = e.admissible(now, kindAnswer, a.From, a.SentMs)
+	}
+	if err != nil {
+		return Received{From: a.From}, err
+	}
+	if !e.answered(a) {
+		return Received{From: a.From}, nil // late, or not ours: nobody waits for it
+	}
+	return Received{From: a.From, Answer: a, Answered: true}, nil
 }

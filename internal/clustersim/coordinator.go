@@ -79,42 +79,60 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	var got askOutcome
 	got.at, got.expireAt, got.lateAt = at, at+deadline.Milliseconds(), at+2*s.latMs
 	granted := false // by the coordinator, for an answer the asker may never take
-	// send puts the ask on the network, sent after the check by delay: the
-	// coordinator decides it at the check's instant (or answers a repeat
-	// with its first answer), and its answer arrives a round trip after it
-	// was sent, in time if by the deadline.
-	send := func(delay time.Duration) error {
-		s.stats.Asks++
-		s.stats.AskBytes += int64(len(msg))
-		if s.lost(sc.j, ki) {
+	// hop delivers msg from node from to node to, sent after the check by
+	// delay, and follows what that node sends on within the ask's round:
+	// an ask passed on to the key's coordinator, an answer forwarded back
+	// (engine, relay.go). Each hop costs a latency and may be lost. What
+	// reaches the asker is its answers: in time if by the deadline. Every
+	// node decides at the check's instant, as above.
+	var hop func(from, to int, m []byte, delay time.Duration, depth int) error
+	hop = func(from, to int, m []byte, delay time.Duration, depth int) error {
+		if to == sc.j {
+			if dec, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err == nil && dec.Decided && dec.Allowed {
+				granted = true
+			}
+			switch {
+			case s.lost(from, to):
+			case delay+s.cfg.Latency <= deadline:
+				got.answers = append(got.answers, m)
+			default:
+				got.late = append(got.late, m)
+			}
 			return nil
 		}
-		rcv, err := s.receive(ki, at, msg)
+		if s.lost(from, to) || depth == 4 {
+			return nil
+		}
+		rcv, err := s.receive(to, at, m)
 		if err != nil {
-			return fmt.Errorf("clustersim: %s receiving an ask: %w", k, err)
+			return fmt.Errorf("clustersim: %s receiving a coordination message: %w", s.nodes[to].name, err)
 		}
 		for _, o := range rcv.Out {
-			if o.Purpose != engine.PurposeAnswer {
+			if o.Purpose != engine.PurposeAnswer && o.Purpose != engine.PurposeAsk {
+				continue
+			}
+			next, ok := s.byName[o.To]
+			if !ok {
 				continue
 			}
 			for _, m := range o.Msgs {
-				s.stats.Answers++
-				s.stats.AnswerBytes += int64(len(m))
-				if a, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err != nil {
-					return fmt.Errorf("clustersim: decoding an answer: %w", err)
-				} else if a.Decided && a.Allowed {
-					granted = true
+				if o.Purpose == engine.PurposeAnswer {
+					s.stats.Answers++
+					s.stats.AnswerBytes += int64(len(m))
+				} else {
+					s.stats.AskBytes += int64(len(m))
 				}
-				switch {
-				case s.lost(ki, sc.j):
-				case delay+2*s.cfg.Latency <= deadline:
-					got.answers = append(got.answers, m)
-				default:
-					got.late = append(got.late, m)
+				if err := hop(to, next, m, delay+s.cfg.Latency, depth+1); err != nil {
+					return err
 				}
 			}
 		}
 		return nil
+	}
+	send := func(delay time.Duration) error {
+		s.stats.Asks++
+		s.stats.AskBytes += int64(len(msg))
+		return hop(sc.j, ki, msg, delay, 0)
 	}
 	if err := send(0); err != nil {
 		return false, false, err
