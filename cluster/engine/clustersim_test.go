@@ -184,12 +184,11 @@ func TestSilenceWithoutCatchUpLeavesCountsApart(t *testing.T) {
 	}
 }
 
-// TestSilentCoordinatorFailedOverEverywhere: one node's misses fail a
-// silent coordinator over on every node at the tick after them (the
-// silence notice), so a node that never asked it before asks the
-// runner-up at once instead of waiting out a deadline and deciding alone.
-func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
-	const n = 12
+// routedSim starts a simulated cluster of n nodes, every limit routed and
+// every node ticking each interval, and returns it, its configuration
+// and its nodes' names.
+func routedSim(t *testing.T, n int) (*clustersim.Cluster, clustersim.Config, []string) {
+	t.Helper()
 	cfg := clustersim.DefaultConfig()
 	cfg.Nodes, cfg.Routing, cfg.EveryTick = n, counter.RouteAlways, true
 	cl, err := clustersim.New(cfg)
@@ -203,6 +202,16 @@ func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
 	for i := range names {
 		names[i] = cl.Node(i).Name()
 	}
+	return cl, cfg, names
+}
+
+// TestSilentCoordinatorFailedOverEverywhere: one node's misses fail a
+// silent coordinator over on every node at the tick after them (the
+// silence notice), so a node that never asked it before asks the
+// runner-up at once instead of waiting out a deadline and deciding alone.
+func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
+	const n = 12
+	cl, cfg, names := routedSim(t, n)
 	key := "k"
 	for i := 0; engine.CoordinatorOf(key, names) != names[0]; i++ {
 		key = "k" + string(rune('a'+i%26)) + key
@@ -246,19 +255,7 @@ func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
 // failed over at the runner-up.
 func TestRunnerUpAsksAroundAOneWayCut(t *testing.T) {
 	const n = 6
-	cfg := clustersim.DefaultConfig()
-	cfg.Nodes, cfg.Routing, cfg.EveryTick = n, counter.RouteAlways, true
-	cl, err := clustersim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Start(0); err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, n)
-	for i := range names {
-		names[i] = cl.Node(i).Name()
-	}
+	cl, _, names := routedSim(t, n)
 	// A key node 0 coordinates, node 1 its runner-up.
 	key := "k"
 	for i := 0; engine.CoordinatorOf(key, names) != names[0] || engine.CoordinatorOf(key, names[1:]) != names[1]; i++ {
