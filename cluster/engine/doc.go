@@ -170,9 +170,9 @@
 //     answer comes from the node asked, and drops any other.
 //   - Without an answer within part of its deadline (cluster.Node: half),
 //     the caller sends the same message again (AskAgain reports whether
-//     the ask is still pending, and counts it). A coordinator keeps the
-//     answers to each asker's last 64 asks and answers a repeat of one it
-//     decided with the same answer, never a second decision, so a lost
+//     the ask is still pending, and counts it). A coordinator keeps its
+//     last 256 answers and answers a repeat of an ask it decided with the
+//     same answer, never a second decision, so a lost
 //     ask or a lost answer costs a round trip, not a check decided alone;
 //     whichever answer comes first is taken. A repeat older than the
 //     answers kept is dropped as a replay (ErrReplay). A node passing an

@@ -390,7 +390,6 @@ type peer struct {
 	PeerState
 	greeted     bool             // this engine sent it a hello
 	asks        map[uint64]int64 // ids of its asks decided here, and when (freshAsk)
-	answers     *answerRing      // the answers to its last asks, for a repeat (answerAgain)
 	helloSet    bool             // lastHelloMs is set
 	lastHelloMs int64            // send time of the last hello answered (the sender's clock)
 	caughtUp    bool             // lastCatchUp is set
@@ -440,9 +439,10 @@ type Engine struct {
 	nodes int   // up peers plus one, as last given to the counter
 	// sends is the sync version this node writes: the oldest one a peer
 	// was told to decode (SetPeerSyncVersion), wireVersion if none.
-	sends  atomic.Uint32
-	states tokens // the MaxStateSends bucket
-	owed   int    // peers with stateDue
+	sends   atomic.Uint32
+	states  tokens     // the MaxStateSends bucket
+	owed    int        // peers with stateDue
+	answers answerRing // the last answers this node gave, for repeats (engine_coord.go)
 
 	askMu   sync.Mutex            // the asking side (ask.go)
 	askSeq  uint64                // the last ask id

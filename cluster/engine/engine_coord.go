@@ -47,16 +47,20 @@ func (e *Engine) freshAsk(now time.Time, from string, id uint64, sentMs int64) b
 	return true
 }
 
-// answersKept is how many of a peer's last answered asks a coordinator
-// keeps the answer of, for a repeat (AskAgain): an asker repeats an ask
-// within its deadline, at most a second, so this covers a peer's asks of
-// the last deadline up to 64 of them; a repeat of an older one is dropped
-// as a replay, and its asker decides alone at its deadline, as it would
-// have without repeating.
-const answersKept = 64
+// answersKept is how many of the last answers a coordinator keeps, for
+// a repeat (AskAgain): an asker repeats an ask at half its deadline (2.5
+// ms by default, at most half a second), so the last 256 answers of all
+// askers cover that at any rate below about 100,000 asks a second for
+// the default deadline. A repeat of an older one is dropped as a replay,
+// and its asker decides alone at its deadline, as it would have without
+// repeating. One ring for the node, not one per asker: on 1,000 nodes a
+// ring per asker cost each node 2.5 MB (limitsim scale, fallback run).
+const answersKept = 256
 
-// answerRing is the answers to a peer's last answersKept asks.
+// answerRing is the last answersKept answers this node gave, by asker and
+// ask id. Under Engine.mu.
 type answerRing struct {
+	from [answersKept]string
 	ids  [answersKept]uint64
 	msgs [answersKept][]byte
 	next int
@@ -66,12 +70,8 @@ type answerRing struct {
 func (e *Engine) rememberAnswer(from string, id uint64, msg []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := e.peer(from)
-	if p.answers == nil {
-		p.answers = new(answerRing)
-	}
-	r := p.answers
-	r.ids[r.next], r.msgs[r.next] = id, msg
+	r := &e.answers
+	r.from[r.next], r.ids[r.next], r.msgs[r.next] = from, id, msg
 	r.next = (r.next + 1) % answersKept
 }
 
@@ -79,13 +79,10 @@ func (e *Engine) rememberAnswer(from string, id uint64, msg []byte) {
 func (e *Engine) answerAgain(from string, id uint64) []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := e.peers[from]
-	if p == nil || p.answers == nil {
-		return nil
-	}
-	for i, got := range p.answers.ids {
-		if got == id && p.answers.msgs[i] != nil {
-			return p.answers.msgs[i]
+	r := &e.answers
+	for i, got := range r.ids {
+		if got == id && r.msgs[i] != nil && r.from[i] == from {
+			return r.msgs[i]
 		}
 	}
 	return nil
