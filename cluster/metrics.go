@@ -73,7 +73,7 @@ func newCollector(n *Node) *collector {
 			"Asks this node gave up without an answer by the deadline (decided by the budget), by the peer asked. Three in a row to one peer, or one after a second of its silence, fail it over.",
 			[]string{"peer"}, nil),
 		alone: prometheus.NewDesc("limiterd_coordinator_skipped_total",
-			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks.",
+			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks, and no node was there to carry the ask around to them.",
 			nil, nil),
 		failedOver: prometheus.NewDesc("limiterd_coordinator_failed_over_peers",
 			"Live peers this node currently passes over as coordinators: they missed their last asks, here or as a peer's silence notice said, and have sent nothing since.",
