@@ -440,12 +440,9 @@ type Engine struct {
 	// sends is the sync version this node writes: the oldest one a peer
 	// was told to decode (SetPeerSyncVersion), wireVersion if none.
 	sends   atomic.Uint32
-	states  tokens        // the MaxStateSends bucket
-	owed    int           // peers with stateDue
-	answers answerRing    // the last answers this node gave, for repeats (engine_coord.go)
-	leadSet bool          // leadAt and leadWas are set
-	leadAt  time.Time     // when lead was last worked out (skew.go)
-	leadWas time.Duration // what it was then
+	states  tokens     // the MaxStateSends bucket
+	owed    int        // peers with stateDue
+	answers answerRing // the last answers this node gave, for repeats (engine_coord.go)
 
 	askMu   sync.Mutex            // the asking side (ask.go)
 	askSeq  uint64                // the last ask id

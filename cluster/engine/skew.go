@@ -76,20 +76,10 @@ const minLead = 20 * time.Millisecond
 // (answerAsk). Its own slices, stamped on its own clock, then stay d
 // longer: an over-count, the side NFR1 forgives and the peers apply to
 // them anyway. The estimate includes the messages' delays, so it is, if
-// anything, a little large. It is worked out at most once a sync interval
-// (a median over every peer, which on 1,000 nodes is not for every ask).
-func (e *Engine) lead(now time.Time) time.Duration {
+// anything, a little large.
+func (e *Engine) lead() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.leadSet && now.Sub(e.leadAt) < e.SyncInterval() && !now.Before(e.leadAt) {
-		return e.leadWas
-	}
-	e.leadSet, e.leadAt, e.leadWas = true, now, e.leadLocked()
-	return e.leadWas
-}
-
-// leadLocked is lead, worked out now. Under e.mu.
-func (e *Engine) leadLocked() time.Duration {
 	var offs []int64
 	for _, p := range e.peers {
 		if v, ok := p.clock.value(); ok && p.Up {
