@@ -78,7 +78,7 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 	}
 	switch {
 	case to == e.cfg.Self:
-		d, err := e.c.Coordinate(now.Add(-e.lead()), to, 0, ask, results)
+		d, err := e.c.Coordinate(now, to, 0, ask, results)
 		return Asked{Local: true, Decision: d}, err
 	}
 	e.askMu.Lock()

@@ -142,12 +142,11 @@
 //
 // What routing gives up is measured in e2e/faults (docs/faults.md): with
 // every change broadcast, each node also judges a check against its own
-// complete count before it asks, a second opinion routing does not have.
-// A one-way cut with loss, which routing let through at about twice the
-// limit, holds its bound since asks go around the cut (above), and a
-// coordinator's clock ahead since it decides at its peers' time ("Clock
-// skew"); the mesh still keeps more margin under loss, and RouteAuto
-// broadcasts up to MeshNodes nodes, where its cost is low.
+// complete count before it asks, which keeps a coordinator's clock ahead
+// within bounds that routing alone does not (RouteAuto broadcasts up to
+// MeshNodes nodes for that reason). A one-way cut with loss, which routing
+// alone let through at about twice the limit, holds its bound since asks
+// go around the cut (above).
 //
 // # Coordination at the margin
 //
@@ -305,19 +304,6 @@
 // hello's) brings back the slices it refused meanwhile. limiterd's
 // -test-clock-offset shifts a node's whole clock (Config.Now and the
 // decisions' clock) to test this.
-//
-// A coordinator whose own clock runs ahead by d, within MaxClockOffset,
-// would see every peer's slices leave its window d early and grant into
-// that room d early; with every change broadcast the askers, deciding on
-// their own clocks first, deny before it does, but a routed key has only
-// the coordinator's view. So a node that sees its peers behind (the median
-// of their offsets, at least 20 ms: a message's delay alone makes a peer
-// look a little behind) decides the asks it answers, and its own checks
-// at the margin, at now − d (lead, skew.go): its peers' slices then leave
-// its window on their time, and its own, stamped on its clock, stay d
-// longer, the over-count its peers apply to them anyway. In the lab's
-// routed run of scenario 5 at 200 ms (docs/faults.md) the worst window
-// went from 1.16 to 1.06 × the limit.
 //
 // # Reset
 //

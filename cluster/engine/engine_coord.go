@@ -255,7 +255,7 @@ func (e *Engine) answerAsk(now time.Time, b []byte, via string) (Received, error
 			e.Stats.SkewedMessages.Add(1)
 		} else {
 			e.Stats.AsksAnswered.Add(1)
-			if d, cerr := e.c.Coordinate(now.Add(-e.lead()), from, id, a, res); cerr == nil {
+			if d, cerr := e.c.Coordinate(now, from, id, a, res); cerr == nil {
 				status, allowed = answerDecided, d.Allowed
 			}
 		}

@@ -52,50 +52,6 @@ func (c *clockEstimate) observe(now time.Time, every time.Duration, offsetMs int
 	return c.cur
 }
 
-// value returns the estimate (ms), and whether there is one.
-func (c *clockEstimate) value() (int64, bool) {
-	switch {
-	case !c.set:
-		return 0, false
-	case c.prevSet:
-		return max(c.cur, c.prev), true
-	}
-	return c.cur, true
-}
-
-// minLead is the least lead (Engine.lead) acted on: below it, the peers'
-// messages' own delays (a few milliseconds on a LAN, more on a loaded
-// node) are as likely as the clocks to make them look behind.
-const minLead = 20 * time.Millisecond
-
-// lead returns how far this node's clock seems ahead of its peers': the
-// median of their offsets, negated, when they are behind by at least
-// minLead; 0 otherwise. A coordinator whose clock runs ahead by d sees its
-// peers' slices leave its window d early, and would grant into that room d
-// early (docs/faults.md, scenario 5): it decides at now − lead instead
-// (answerAsk). Its own slices, stamped on its own clock, then stay d
-// longer: an over-count, the side NFR1 forgives and the peers apply to
-// them anyway. The estimate includes the messages' delays, so it is, if
-// anything, a little large.
-func (e *Engine) lead() time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var offs []int64
-	for _, p := range e.peers {
-		if v, ok := p.clock.value(); ok && p.Up {
-			offs = append(offs, v)
-		}
-	}
-	if len(offs) == 0 {
-		return 0
-	}
-	slices.Sort(offs)
-	if d := -time.Duration(offs[len(offs)/2]) * time.Millisecond; d >= minLead {
-		return d
-	}
-	return 0
-}
-
 // skewNote is what one message changed in a peer's skew, to be logged
 // outside the engine's lock.
 type skewNote struct {

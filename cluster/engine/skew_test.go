@@ -317,27 +317,3 @@ func TestSkewedPeersAskIsNotDecided(t *testing.T) {
 		})
 	}
 }
-
-// TestLeadIsThePeersMedianBehind: a node whose clock runs ahead of its
-// peers' by d sees them d behind (less their messages' delay) and decides
-// asks at now − d (Engine.lead); behind them, or ahead by less than
-// minLead, which delays alone can make, it decides at now.
-func TestLeadIsThePeersMedianBehind(t *testing.T) {
-	for _, tc := range []struct {
-		off  time.Duration // the node's clock minus its peer's
-		want time.Duration
-	}{
-		{300 * time.Millisecond, 300 * time.Millisecond},
-		{minLead, minLead},
-		{minLead - time.Millisecond, 0},
-		{0, 0},
-		{-300 * time.Millisecond, 0},
-	} {
-		a, b := newSkewNode(t, "a", tc.off), newSkewNode(t, "b", 0)
-		skewUp(t, 0, a, b)
-		exchange(t, 200, a, b)
-		if got := a.e.lead(); got != tc.want {
-			t.Errorf("ahead by %v: lead %v, want %v", tc.off, got, tc.want)
-		}
-	}
-}
