@@ -212,7 +212,9 @@ func TestDecode(t *testing.T) {
 // added to without touching another Check's.
 func TestHeadersAreTheCallers(t *testing.T) {
 	srv := daemon(t, rules5)
-	c := newClient(t, Config{}, srv.URL)
+	// Deadlines far from the defaults' 50 ms: this is not about timing,
+	// and a race build beside the e2e packages once took longer.
+	c := newClient(t, Config{Timeout: 5 * time.Second, AttemptTimeout: 5 * time.Second}, srv.URL)
 	d1, err1 := c.Check(context.Background(), Request{Key: "a"})
 	d2, err2 := c.Check(context.Background(), Request{Key: "b"})
 	if err1 != nil || err2 != nil {
