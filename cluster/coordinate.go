@@ -86,7 +86,10 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 				return answerOf(<-ch, to, results)
 			}
 			n.waiting.remove(a.ID)
-			if ok {
+			if ok && rel.To != to {
+				nd = n.memberNode(rel.To) // an ask sent around: released where it went
+			}
+			if ok && nd != nil {
 				_ = n.sendNow(nd, rel.Msgs[0]) // best effort: the grant expires anyway
 			}
 			return false, false, ctx.Err()

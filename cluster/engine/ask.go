@@ -51,6 +51,10 @@ type pendingAsk struct {
 	to     string
 	key    string
 	limits []string // for the release
+	// around is the node the ask went around to (Asked.Around): its
+	// release goes to it directly, not through to, which would keep a
+	// release of a broadcast limit's ask (relay.go).
+	around string
 }
 
 // Ask starts the check of ask at now, which counter.PrepareAsk filled for
@@ -62,13 +66,14 @@ type pendingAsk struct {
 // the ask message. Safe for concurrent use.
 func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) (Asked, error) {
 	to, runnerUp := e.coordinator(now, ask.Key)
-	via := ""
+	via, around := "", ""
 	if to == e.cfg.Self && runnerUp {
 		// Every node above this one is failed over here. One may be
 		// silent to this node alone (a cut one way): ask it through the
 		// next node, which passes the ask on if it hears it (relay.go).
 		e.mu.Lock()
 		via = e.aroundVia(now, ask.Key)
+		around = e.ringLocked().first(ask.Key)
 		e.mu.Unlock()
 		if via == "" {
 			e.Stats.AsksAlone.Add(1)
@@ -91,7 +96,7 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 	for other := range e.pending {
 		settled = min(settled, other-1)
 	}
-	e.pending[id] = pendingAsk{to: to, key: ask.Key, limits: slices.Clone(ask.Limits)}
+	e.pending[id] = pendingAsk{to: to, key: ask.Key, limits: slices.Clone(ask.Limits), around: around}
 	e.askMu.Unlock()
 	ask.Settled = settled
 	w := e.pool.Get().(*wire)
@@ -119,7 +124,8 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 
 // AskExpired gives up on ask id at now: no answer came by the deadline,
 // or it could not be sent. It counts a miss against the coordinator asked
-// and returns the release to send it (ok false when the ask is not
+// and returns the release to send it (Outbound.To: the node asked, or for
+// an ask sent around, the node it went around to) (ok false when the ask is not
 // pending: answered meanwhile, or given up already), so that a grant it
 // may have made, and this node did not count, stops counting at once. The
 // release is best effort: an unreleased grant expires anyway, and the
@@ -142,7 +148,11 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 	w := e.pool.Get().(*wire)
 	msg := w.encodeRelease(e.cfg.Self, now, id, p.key, p.limits)
 	e.pool.Put(w)
-	return Outbound{To: p.to, Purpose: PurposeRelease, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}, true, nil
+	to := p.to
+	if p.around != "" {
+		to = p.around
+	}
+	return Outbound{To: to, Purpose: PurposeRelease, Msgs: [][]byte{msg}, Reliable: len(msg) > e.cfg.DatagramBytes}, true, nil
 }
 
 // AskAgain reports whether ask id is still pending (neither answered nor

@@ -25,6 +25,10 @@ import (
 // if it hears the coordinator, and answers "unable" otherwise (the asker
 // then decides alone, at once, as before).
 //
+// An ask sent around and given up is released to the node it went
+// around to, directly (this node reaches it: only the other way is cut),
+// not through the relay, which passes releases on for routed limits only.
+//
 // A forwarded answer is taken as an answer, not as a message from the
 // coordinator: the asker still hears nothing from F itself, so F stays
 // failed over there (else every forwarded answer would end the failover

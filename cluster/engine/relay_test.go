@@ -120,6 +120,12 @@ func checkAskAround(t *testing.T, routing counter.Routing) {
 	if !slices.Contains(a.e.FailedOver(at(204)), "f") {
 		t.Fatal("a forwarded answer ended f's failover at a")
 	}
+	// An ask sent around and given up is released where it went, not
+	// through x, which would keep a broadcast limit's release itself.
+	lost, _ := a.ask(t, at(300), key)
+	if rel, ok, err := a.e.AskExpired(at(305), lost.ID); err != nil || !ok || lost.Out.To != "x" || rel.To != "f" {
+		t.Fatalf("an ask around given up: sent to %s, released to %s (%v %v); want x and f", lost.Out.To, rel.To, ok, err)
+	}
 	// f counts the grant: a's count reaches it as a's slices do.
 	var r [1]counter.Result
 	f.c.Allow(at(205), key, 10, []counter.Limit{f.lim}, r[:])

@@ -160,7 +160,11 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 		m := rel.Msgs[0]
 		s.stats.Releases++
 		s.stats.ReleaseBytes += int64(len(m))
-		if arrival := s.post(got.expireAt+s.latMs, sc.j, ki, m); arrival >= 0 && s.lostGrant.hits > 0 {
+		ri := ki
+		if to, ok := s.byName[rel.To]; ok {
+			ri = to // an ask sent around is released where it went
+		}
+		if arrival := s.post(got.expireAt+s.latMs, sc.j, ri, m); arrival >= 0 && s.lostGrant.hits > 0 {
 			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
 		}
 	}
