@@ -78,7 +78,8 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	// the late ones (taken at the deadline and a round trip after the ask).
 	var got askOutcome
 	got.at, got.expireAt, got.lateAt = at, at+deadline.Milliseconds(), at+2*s.latMs
-	granted := false // by the coordinator, for an answer the asker may never take
+	granted := false  // by the coordinator, in an answer the asker did not get in time
+	first := deadline // when the first answer in time came, after the check
 	// hop delivers msg from node from to node to, sent after the check by
 	// delay, and follows what that node sends on within the ask's round:
 	// an ask passed on to the key's coordinator, an answer forwarded back
@@ -88,14 +89,18 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	var hop func(from, to int, m []byte, delay time.Duration, depth int) error
 	hop = func(from, to int, m []byte, delay time.Duration, depth int) error {
 		if to == sc.j {
+			lost, arrival := s.lost(from, to), delay+s.cfg.Latency
+			if !lost && arrival <= deadline {
+				got.answers = append(got.answers, m)
+				first = min(first, arrival)
+				return nil
+			}
+			// Read as an oracle only when it does not come in time (a
+			// forwarded copy reads as no answer: its direct one says).
 			if dec, err := engine.DecodeAnswer(m, engine.DefaultDecodeLimits()); err == nil && dec.Decided && dec.Allowed {
 				granted = true
 			}
-			switch {
-			case s.lost(from, to):
-			case delay+s.cfg.Latency <= deadline:
-				got.answers = append(got.answers, m)
-			default:
+			if !lost {
 				got.late = append(got.late, m)
 			}
 			return nil
@@ -139,7 +144,7 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 	}
 	// No answer by half the deadline: the same ask again, as
 	// cluster.Node.Coordinate sends it.
-	if (len(got.answers) == 0 || 2*s.cfg.Latency > deadline/2) && n.eng.AskAgain(asked.ID) {
+	if first > deadline/2 && n.eng.AskAgain(asked.ID) {
 		if err := send(deadline / 2); err != nil {
 			return false, false, err
 		}
