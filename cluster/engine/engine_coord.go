@@ -223,10 +223,7 @@ func (e *Engine) answerAsk(now time.Time, b []byte, via string) (Received, error
 		// replay.
 		e.Stats.AsksRelayed.Add(1)
 		msg := bytes.Clone(b)
-		e.mu.Lock()
-		wrap := e.relaysLocked(to)
-		e.mu.Unlock()
-		if wrap {
+		if e.relays(to) {
 			if msg, err = encodeRelay(e.h, kindPassed, e.cfg.Self, b); err != nil {
 				return Received{From: from}, err
 			}

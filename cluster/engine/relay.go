@@ -80,11 +80,6 @@ func decodeRelay(h *codec.MsgpackHandle, b []byte, lim DecodeLimits) (m relayMsg
 	return m, nil
 }
 
-// isRelayKind reports whether b is a relay envelope.
-func isRelayKind(b []byte) bool {
-	return len(b) > 0 && (b[0] == kindPassed || b[0] == kindForward)
-}
-
 // SetPeerRelays records whether the peer name decodes the relay
 // envelopes, as its membership metadata states it (false for a release
 // before them). A peer never told is taken to decode them (the
@@ -98,8 +93,10 @@ func (e *Engine) SetPeerRelays(name string, ok bool) {
 	e.peer(name).noRelay = !ok
 }
 
-// relays reports whether peer name decodes the relay envelopes. Under e.mu.
-func (e *Engine) relaysLocked(name string) bool {
+// relays reports whether peer name decodes the relay envelopes.
+func (e *Engine) relays(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	p := e.peers[name]
 	return p != nil && !p.noRelay
 }
@@ -160,14 +157,9 @@ func (e *Engine) receivePassed(now time.Time, b []byte) (Received, error) {
 	}
 	// Of any limit, routed or not: the asker, the key's runner-up, has
 	// failed every node above it over and would decide alone.
-	if to := e.relayTarget(now, from, a.Key); to != "" {
-		e.mu.Lock()
-		ok := e.relaysLocked(to)
-		e.mu.Unlock()
-		if ok {
-			e.Stats.AsksRelayed.Add(1)
-			return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
-		}
+	if to := e.relayTarget(now, from, a.Key); to != "" && e.relays(to) {
+		e.Stats.AsksRelayed.Add(1)
+		return Received{From: from, Out: []Outbound{{To: to, Purpose: PurposeAsk, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
 	}
 	// Nobody to pass it to: the asker decides alone, now.
 	msg := w.encodeAnswer(version, e.cfg.Self, now, id, answerUnable, false, w.coord.results(len(a.Limits)))
