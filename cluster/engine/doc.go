@@ -254,9 +254,13 @@
 //     hello replayed is dropped (ErrReplay). A forged new one costs what
 //     the rate limits above allow: one full state per peer per
 //     RejoinInterval.
-//   - An ask is decided once: its id is remembered for 10 s per asker,
-//     also by a node that passes it on (Routing), so an ask cannot go
-//     round between two nodes that each see the other as its coordinator.
+//   - An ask is decided once: its id is remembered for 10 s per asker by
+//     the node that decides it, and a repeat gets the first answer. It
+//     cannot go round between two nodes that each see the other as its
+//     coordinator: a node passes an ask on in an envelope (relay.go),
+//     which its receiver decides and never passes on again, or raw to a
+//     release before the envelopes, which remembers the id and drops the
+//     ask when it comes back.
 //   - An answer is taken for a pending ask from whichever member sends it:
 //     the node asked, or the coordinator it passed the ask on to. A member
 //     could already sway decisions with the counts it sends; a non-member
