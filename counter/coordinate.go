@@ -344,15 +344,20 @@ func (c *Counter) Release(t time.Time, from string, id uint64, key string, limit
 // same key with a larger max may fit). Not remembered: a check of several
 // hits (a smaller one may fit sooner), and a limit that was full only with
 // the coordinator's pending grants (Result.Pending): one of those may be a
-// grant whose answer was lost, which must not deny for a whole wait.
+// grant whose answer was lost, which must not deny for a whole wait. Of a
+// routed limit, what the coordinator counted beyond this node's own count
+// is kept for the budget, whatever the hits (heard.go).
 func (c *Counter) RememberDenial(t time.Time, key string, hits int64, limits []Limit, results []Result) {
+	now := t.UnixMilli()
+	s, tag := c.locate(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Whatever the hits, what the coordinator counted beyond this node's
+	// own count is heard, for the budget (heard.go).
+	c.hearResults(s, tag, c.cluster.Load(), now, key, limits, results, nil)
 	if hits != 1 {
 		return
 	}
-	now := t.UnixMilli()
-	s, _ := c.locate(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i, l := range limits {
 		if i >= len(results) {
 			break
@@ -561,7 +566,7 @@ func (cs *coordState) deniedUntil(k *keyCoord, now, max int64) int64 {
 	return k.denial.until
 }
 
-// sweep drops expired denials, grants and leases.
+// sweep drops expired denials, grants, leases and counts heard.
 func (cs *coordState) sweep(now int64) {
 	if cs == nil {
 		return
@@ -569,6 +574,9 @@ func (cs *coordState) sweep(now int64) {
 	for ref, k := range cs.keys {
 		if k.denial.until != 0 && k.denial.until <= now {
 			cs.setDenial(k, denial{})
+		}
+		if k.heardOf.until != 0 && k.heardOf.until <= now {
+			k.heardOf = heardCount{}
 		}
 		kept := k.grantList()[:0]
 		for _, g := range k.grantList() {

@@ -6,16 +6,18 @@ import "strings"
 // coordination, in one record so that a check, an ask or an answer finds
 // it with one map lookup: as the key's coordinator, the grants its merged
 // slices may not show yet and the leases it lent; as an asker, the lease
-// it holds and the coordinator's denial it remembers. A record with none
-// of the four is dropped from the map (coordState.tidy).
+// it holds, the coordinator's denial it remembers and, of a routed key,
+// the others' count its last answer told (heard.go). A record with none
+// of the five is dropped from the map (coordState.tidy).
 //
 // The parts were four maps once; at 64 simulated nodes their lookups,
 // each a cache miss on a large heap, cost more than the decisions they
 // fed (BENCHMARKS.md, issue 20).
 type keyCoord struct {
-	held   heldLease  // gen 0: none (ask numbers start at 1)
-	denial denial     // until 0: none
-	side   *coordSide // as the key's coordinator; nil: nothing
+	held    heldLease  // gen 0: none (ask numbers start at 1)
+	denial  denial     // until 0: none
+	heardOf heardCount // until 0: none
+	side    *coordSide // as the key's coordinator; nil: nothing
 }
 
 // coordSide is what a key's coordinator keeps of it: the grants its merged
@@ -29,7 +31,7 @@ type coordSide struct {
 
 // empty reports whether k holds nothing.
 func (k *keyCoord) empty() bool {
-	return k.side == nil && !k.holds() && k.denial.until == 0
+	return k.side == nil && !k.holds() && k.denial.until == 0 && k.heardOf.until == 0
 }
 
 // holds reports whether k has a lease held (perhaps used up or expired).

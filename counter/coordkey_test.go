@@ -97,9 +97,11 @@ func TestCoordStateCounts(t *testing.T) {
 // the last second (a lease held, perhaps none) and every denial it
 // remembers, so the record's size is a part of the heap per node that
 // issue 20 measures; the coordinator's part lives apart for that reason.
+// 64: a lease held (24), a denial (16), a routed key's count heard (16) and
+// the pointer to the coordinator's part.
 func TestKeyCoordSize(t *testing.T) {
-	if got := unsafe.Sizeof(keyCoord{}); got > 48 {
-		t.Fatalf("keyCoord is %d bytes, want at most 48 (coordSide holds the coordinator's part)", got)
+	if got := unsafe.Sizeof(keyCoord{}); got > 64 {
+		t.Fatalf("keyCoord is %d bytes, want at most 64 (coordSide holds the coordinator's part)", got)
 	}
 }
 

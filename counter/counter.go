@@ -226,7 +226,9 @@ func (c *Counter) AllowFallback(t time.Time, key string, hits int64, limits []Li
 // Grant counts hits that the key's coordinator granted (Coordinate returned
 // Allowed for this node's ask), without checking the window again: the
 // coordinator decided on a view that includes this node's slices as the
-// ask carried them. results get the local view after the hits.
+// ask carried them. results, the coordinator's view on entry, get the
+// local view after the hits. Of a routed limit, what the coordinator
+// counted beyond this node's own count is kept for the budget (heard.go).
 func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, results []Result) (Decision, error) {
 	// The lease the answer lent, if every limit has one (Result.Lease):
 	// allow overwrites results.
@@ -241,19 +243,29 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 			lease, gen = results[i].Lease, results[i].LeaseGen
 		}
 	}
+	// The coordinator's view, which allow overwrites with this node's.
+	var coord [MaxLimitsPerCall]Result
+	nc := copy(coord[:], results[:min(len(results), len(limits), MaxLimitsPerCall)])
 	d, err := c.allow(t, key, hits, limits, results, modeGrant)
-	if err != nil || lease == 0 {
+	if err != nil {
 		return d, err
 	}
 	cs := c.cluster.Load()
-	if !cs.coordinated() || cs.LeaseShare == 0 {
+	if !cs.coordinated() {
 		return d, nil
 	}
-	s, _ := c.locate(key)
+	s, tag := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.coord == nil {
-		return d, nil // no ask of this key was prepared here
+	// What the coordinator counted beyond this node's own count before
+	// the hits (results[i].Count, allow's view), for the budget (heard.go).
+	var own [MaxLimitsPerCall]int64
+	for i := range limits {
+		own[i] = results[i].Count
+	}
+	c.hearResults(s, tag, cs, t.UnixMilli(), key, limits, coord[:nc], own[:len(limits)])
+	if lease == 0 || cs.LeaseShare == 0 || s.coord == nil {
+		return d, nil // or no ask of this key was prepared here
 	}
 	// Until LeaseTime after this instant, the answer's: the coordinator
 	// counts the lease for LeaseTime, the longest answer delay and a
@@ -355,6 +367,17 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 				} else {
 					d.Coordinate = true
 				}
+			}
+		}
+		if r.Allowed && m == modeFallback && cs != nil && cs.routed(l.max, c.tolPPM) {
+			// Of a routed key this node counts only its own admissions:
+			// the budget judges the check against the others' too, as the
+			// coordinator last told them (heard.go), and waits for the
+			// next ask when they fill the window.
+			if count+k.heard(at[i])+hits > l.max {
+				c.denyResult(&r, &d, cs.syncInterval.Milliseconds(), st.reset(at[i], l.windowMs))
+				results[i] = r
+				continue
 			}
 		}
 		budgeted := m == modeFallback || m == modeAuto && !coordinated
