@@ -208,7 +208,10 @@ func routedSim(t *testing.T, n int) (*clustersim.Cluster, clustersim.Config, []s
 // TestSilentCoordinatorFailedOverEverywhere: one node's misses fail a
 // silent coordinator over on every node at the tick after them (the
 // silence notice), so a node that never asked it before asks the
-// runner-up at once instead of waiting out a deadline and deciding alone.
+// runner-up at once. The key is routed: the runner-up passes the ask on
+// to the coordinator while it was heard within FailoverSilence (a
+// notice may come of asks lost under loss, and only the coordinator
+// holds the counts), and decides it itself after that much silence.
 func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
 	const n = 12
 	cl, cfg, names := routedSim(t, n)
@@ -238,12 +241,26 @@ func TestSilentCoordinatorFailedOverEverywhere(t *testing.T) {
 				names[i], got, e.Stats.FailoversTold.Load(), e.Stats.AsksExpired.Load(), names[0])
 		}
 	}
-	ms += cfg.Sync.Milliseconds() + 1
-	if err := cl.Check(ms, key, 5, 1, &d); err != nil {
-		t.Fatal(err)
-	}
-	if d.Decided != limiter.DecidedByCoordinator || !d.Allowed {
-		t.Fatalf("node 5's check of the key after the notice: %+v, want allowed by the runner-up", d)
+	runnerUp := cl.Node(slices.Index(names, engine.CoordinatorOf(key, names[1:])))
+	silence := engine.DefaultConfig("x").FailoverSilence.Milliseconds()
+	var relayed uint64
+	for _, c := range []struct {
+		ms      int64
+		decided limiter.Decider
+		relays  bool
+	}{
+		{ms + cfg.Sync.Milliseconds() + 1, limiter.DecidedInFallback, true}, // node 0 silent for less than FailoverSilence
+		{1000 + silence + cfg.Sync.Milliseconds(), limiter.DecidedByCoordinator, false},
+	} {
+		if err := cl.Check(c.ms, key, 5, 1, &d); err != nil {
+			t.Fatal(err)
+		}
+		n := runnerUp.Engine().Stats.AsksRelayed.Load()
+		if d.Decided != c.decided || !d.Allowed || (n > relayed) != c.relays {
+			t.Fatalf("node 5's check of the key at %d ms: decided %v (allowed %v), passed on by the runner-up %v; want decided %v, passed on %v",
+				c.ms, d.Decided, d.Allowed, n > relayed, c.decided, c.relays)
+		}
+		relayed = n
 	}
 }
 

@@ -124,12 +124,9 @@ func (e *Engine) admissible(now time.Time, kind byte, from string, sentMs int64)
 
 // relayTo returns the node an ask or release of key from asker is passed
 // on to, or "" when this node handles it: a check of a routed limit
-// (counter.Counter.Routed) whose coordinator, as this node sees the
-// cluster, is another peer, not failed over here, not the asker, and
-// heard from within two sync intervals. Only the coordinator holds a
-// routed key's counts; a coordinator this node has not heard from lately
-// may be stopped, and an ask relayed to it would go unanswered and count
-// a miss against this node.
+// (counter.Counter.Routed) whose coordinator (relayTarget) is another
+// peer that this node hears. Only the coordinator holds a routed key's
+// counts: any other node deciding the key decides on a part of them.
 func (e *Engine) relayTo(now time.Time, asker, key string, limits []string) string {
 	routed := e.c.Routed()
 	if !slices.ContainsFunc(limits, func(id string) bool { return routed[id] }) {
@@ -138,18 +135,35 @@ func (e *Engine) relayTo(now time.Time, asker, key string, limits []string) stri
 	return e.relayTarget(now, asker, key)
 }
 
-// relayTarget returns the key's coordinator as this node sees the
-// cluster, when it is another peer, not failed over here, not the asker,
-// and heard from within two sync intervals; "" otherwise.
+// relayTarget returns the key's coordinator, the first node on the ring,
+// when it is another peer than this node and the asker and it is not
+// silent: heard from within FailoverSilence, or, while this node has not
+// failed it over, within SilenceThreshold. "" otherwise.
+//
+// A failover here does not stop the relay by itself: it may come of
+// another node's notice, or of this node's own asks lost under loss,
+// while the asker and the coordinator still reach each other, and a
+// runner-up that decided then would grant on the part of the counts that
+// it holds (docs/faults.md, "On routed sync", measured it). Silence for
+// FailoverSilence is what passes a coordinator over after a miss on
+// every node (failedOver), so a failed-over coordinator is relayed to no
+// longer than an asker would ask it. One that this node has not failed
+// over is relayed to until it is silent by the engine's measure
+// (SilenceThreshold: three missed heartbeats): a live one is heard at
+// least every AntiEntropyInterval, a lost heartbeat or two is no sign
+// that it stopped, and the askers' notices of a stopped one fail it over
+// here within a tick of their misses.
 func (e *Engine) relayTarget(now time.Time, asker, key string) string {
-	to, _ := e.coordinator(now, key)
+	threshold := e.SilenceThreshold()
+	e.mu.Lock()
+	to := e.ringLocked().first(key)
+	p := e.peers[to]
+	fresh := p != nil && (now.Sub(p.LastMessage) <= e.cfg.FailoverSilence ||
+		now.Sub(p.LastMessage) <= threshold && !e.failedOver(p, now))
+	e.mu.Unlock()
 	if to == e.cfg.Self || to == asker {
 		return ""
 	}
-	e.mu.Lock()
-	p := e.peers[to]
-	fresh := p != nil && now.Sub(p.LastMessage) <= 2*e.SyncInterval()
-	e.mu.Unlock()
 	if !fresh {
 		return ""
 	}
