@@ -206,7 +206,11 @@
 // knowing the count it assumes none of the room is free, so the nodes
 // deciding alone admit at most L + (N − 1)·max(1, f) + N·T over a count
 // the coordinator knew (BoundOf), and a client at its limit rate never
-// meets the floor.
+// meets the floor. That bound is for one round of the nodes deciding
+// alone: a node whose asks keep getting lost would take its floor again
+// each interval whatever the total, so it also denies what its own
+// count plus the others' count, as the coordinator's last answer told it
+// within a slice length, cannot hold (heard.go).
 //
 // # Limits stated per call
 //

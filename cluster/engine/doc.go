@@ -116,11 +116,17 @@
 //     two coordinators (package counter), one limit and a lease pool more
 //     than the coordinated bound, for that one interval.
 //   - An ask of a routed key that reaches a node other than the key's
-//     coordinator in that node's view (the asker failed the coordinator
-//     over, this node did not: a cut one way) is passed on to the
-//     coordinator when this node heard from it within two sync intervals;
-//     the coordinator answers the asker directly, so only one node grants
-//     the key. Otherwise this node decides it, as a runner-up does.
+//     coordinator (the asker failed the coordinator over: a cut one way,
+//     or asks lost under loss, or a peer's notice) is passed on to the
+//     coordinator, the first node on the ring, whenever this node hears
+//     it: heard within FailoverSilence, or within SilenceThreshold while
+//     this node has not failed it over itself. The coordinator answers the
+//     asker directly, so only one node grants the key. Otherwise this node
+//     decides it, as a runner-up does, on the counts it holds. A failover
+//     here does not stop the relay: under loss the askers fail a live
+//     coordinator over often, and tell everyone, and a runner-up that
+//     decided then granted on a part of the counts (relayTarget;
+//     internal/clustersim's TestRoutedLossStaysWithinTheBudgetBound).
 //   - The coordinator answers an ask passed on in an envelope both to the
 //     asker and, in a second envelope, to the node that passed it on,
 //     which forwards it: under a cut one way the answer goes around it by
