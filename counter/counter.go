@@ -3,6 +3,7 @@ package counter
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,7 +252,8 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 		return d, err
 	}
 	cs := c.cluster.Load()
-	if !cs.coordinated() {
+	leased := lease > 0 && cs.LeaseShare > 0
+	if !cs.coordinated() || !leased && !slices.ContainsFunc(limits, func(l Limit) bool { return cs.routed(l.max, c.tolPPM) }) {
 		return d, nil
 	}
 	s, tag := c.locate(key)
@@ -264,7 +266,7 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 		own[i] = results[i].Count
 	}
 	c.hearResults(s, tag, cs, t.UnixMilli(), key, limits, coord[:nc], own[:len(limits)])
-	if lease == 0 || cs.LeaseShare == 0 || s.coord == nil {
+	if !leased || s.coord == nil {
 		return d, nil // or no ask of this key was prepared here
 	}
 	// Until LeaseTime after this instant, the answer's: the coordinator
