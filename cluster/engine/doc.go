@@ -119,8 +119,9 @@
 //     coordinator (the asker failed the coordinator over: a cut one way,
 //     or asks lost under loss, or a peer's notice) is passed on to the
 //     coordinator, the first node on the ring, whenever this node hears
-//     it: heard within FailoverSilence, or within SilenceThreshold while
-//     this node has not failed it over itself. The coordinator answers the
+//     it (any message, the answers it sends here to forward included):
+//     heard within FailoverSilence, or within SilenceThreshold while this
+//     node has not failed it over itself. The coordinator answers the
 //     asker directly, so only one node grants the key. Otherwise this node
 //     decides it, as a runner-up does, on the counts it holds. A failover
 //     here does not stop the relay: under loss the askers fail a live

@@ -402,6 +402,7 @@ type peer struct {
 	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
 	toldAt      time.Time        // when this node last told the peers it failed it over
 	noRelay     bool             // it does not decode the relay envelopes (SetPeerRelays)
+	lastCoord   time.Time        // its last coordination message, answers forwarded through this node included (heard)
 	// decodes is the newest sync version it decodes (SetPeerSyncVersion);
 	// 0 when not told, taken as wireVersion.
 	decodes uint8

@@ -102,6 +102,7 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 	e.mu.Lock()
 	if p := e.peers[from]; p != nil {
 		p.misses, p.told = 0, false // alive: asked again if it had been failed over
+		p.lastCoord = now
 	}
 	e.mu.Unlock()
 	return nil
@@ -137,8 +138,9 @@ func (e *Engine) relayTo(now time.Time, asker, key string, limits []string) stri
 
 // relayTarget returns the key's coordinator, the first node on the ring,
 // when it is another peer than this node and the asker and it is not
-// silent: heard from within FailoverSilence, or, while this node has not
-// failed it over, within SilenceThreshold. "" otherwise.
+// silent: heard from (any message, an answer it sent here to forward
+// included: heardThrough) within FailoverSilence, or, while this node has
+// not failed it over, within SilenceThreshold. "" otherwise.
 //
 // A failover here does not stop the relay by itself: it may come of
 // another node's notice, or of this node's own asks lost under loss,
@@ -158,8 +160,18 @@ func (e *Engine) relayTarget(now time.Time, asker, key string) string {
 	e.mu.Lock()
 	to := e.ringLocked().first(key)
 	p := e.peers[to]
-	fresh := p != nil && (now.Sub(p.LastMessage) <= e.cfg.FailoverSilence ||
-		now.Sub(p.LastMessage) <= threshold && !e.failedOver(p, now))
+	var silence time.Duration
+	if p != nil {
+		// Any message is a sign of life: a coordination message too,
+		// which LastMessage, about sync, does not count.
+		last := p.LastMessage
+		if p.lastCoord.After(last) {
+			last = p.lastCoord
+		}
+		silence = now.Sub(last)
+	}
+	fresh := p != nil && (silence <= e.cfg.FailoverSilence ||
+		silence <= threshold && !e.failedOver(p, now))
 	e.mu.Unlock()
 	if to == e.cfg.Self || to == asker {
 		return ""

@@ -181,7 +181,24 @@ func (e *Engine) receiveForward(now time.Time, b []byte) (Received, error) {
 			return Received{}, fmt.Errorf("%w: an answer to forward to %.64q, no member here", ErrNotMember, m.Node)
 		}
 		e.Stats.AnswersForwarded.Add(1)
+		e.heardThrough(now, m.Inner)
 		return Received{Out: []Outbound{{To: m.Node, Purpose: PurposeAnswer, Msgs: [][]byte{bytes.Clone(b)}, Reliable: len(b) > e.cfg.DatagramBytes}}}, nil
 	}
 	return e.takeAnswer(now, m.Inner, false)
+}
+
+// heardThrough records the coordinator of an answer this node forwards as
+// heard: it sent the envelope here, so it is alive and reaches this node,
+// and this node reaches it (the ask went through here). A node that passes
+// asks on thus keeps hearing the coordinator as long as it answers them
+// (relayTarget), whatever its sync traffic. An answer that does not decode
+// is still forwarded: the asker judges it.
+func (e *Engine) heardThrough(now time.Time, answer []byte) {
+	w := e.pool.Get().(*wire)
+	defer e.putDecoded(w) // a's strings alias answer and w
+	a, err := w.decodeAnswer(answer, e.cfg.Limits)
+	if err != nil || a.From == e.cfg.Self {
+		return
+	}
+	_ = e.heard(now, kindAnswer, a.From, a.SentMs) // a stale or foreign one is counted and not heard
 }

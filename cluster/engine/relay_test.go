@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
@@ -281,4 +282,37 @@ func FuzzDecodeRelay(f *testing.F) {
 			t.Fatalf("accepted %+v", m)
 		}
 	})
+}
+
+// TestForwardedAnswerIsHeardFromItsCoordinator: a node that forwards a
+// coordinator's answer hears that coordinator (it sent the envelope
+// here), so it keeps passing asks on to it while it answers them, even
+// when nothing else has come from it for longer than the silence
+// threshold.
+func TestForwardedAnswerIsHeardFromItsCoordinator(t *testing.T) {
+	ns, key := relayNodes(t, counter.RouteAlways, "f", "a", "x")
+	a, f, x := ns["a"], ns["f"], ns["x"]
+	failOver(t, a, key, 100)
+	heardFrom(t, f, x, 200)
+	asked, _ := a.ask(t, at(200), key)
+	rcv, err := x.receive(t, at(201), asked.Out.Msgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err = f.receive(t, at(202), one(t, rcv.Out, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := one(t, rcv.Out, "x")
+	// The forward comes late: f has been silent to x past the threshold.
+	late := at(202).Add(x.e.SilenceThreshold() + 500*time.Millisecond)
+	if to := x.e.relayTarget(late, "a", key); to != "" {
+		t.Fatalf("x passes asks on to %q after f's silence, want it to decide", to)
+	}
+	if _, err := x.receive(t, late, fwd); err != nil || x.e.Stats.AnswersForwarded.Load() != 1 {
+		t.Fatalf("x's forward: %v (%d forwarded)", err, x.e.Stats.AnswersForwarded.Load())
+	}
+	if to := x.e.relayTarget(late.Add(time.Millisecond), "a", key); to != "f" {
+		t.Fatalf("x passes asks on to %q after forwarding f's answer, want f", to)
+	}
 }
