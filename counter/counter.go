@@ -252,8 +252,11 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 		return d, err
 	}
 	cs := c.cluster.Load()
+	if !cs.coordinated() {
+		return d, nil // one node: nothing to lease or hear (cs may be nil)
+	}
 	leased := lease > 0 && cs.LeaseShare > 0
-	if !cs.coordinated() || !leased && !slices.ContainsFunc(limits, func(l Limit) bool { return cs.routed(l.max, c.tolPPM) }) {
+	if !leased && !slices.ContainsFunc(limits, func(l Limit) bool { return cs.routed(l.max, c.tolPPM) }) {
 		return d, nil
 	}
 	s, tag := c.locate(key)

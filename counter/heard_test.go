@@ -78,3 +78,16 @@ func TestFallbackHearsTheOthersOfARoutedKey(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantOnOneNode: Grant on a counter that is not in a cluster counts
+// the hits and ignores a lease or counts in the results (nothing is held
+// or heard), rather than reading cluster settings it does not have.
+func TestGrantOnOneNode(t *testing.T) {
+	c := newCounter(t, DefaultConfig())
+	lim := mustLimit(t, c, "r", 10, time.Second, 10)
+	res := []Result{{Allowed: true, Limit: 10, Count: 5, Lease: 3, LeaseGen: 1}}
+	d, err := c.Grant(at(0), "k", 1, []Limit{lim}, res)
+	if err != nil || !d.Allowed || res[0].Count != 0 || res[0].Remaining != 9 {
+		t.Fatalf("Grant on one node: %+v %v, results %+v; want the hit counted", d, err, res[0])
+	}
+}
