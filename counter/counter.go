@@ -244,31 +244,34 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 			lease, gen = results[i].Lease, results[i].LeaseGen
 		}
 	}
+	// What is left to do after counting: hold the lease, and hear what the
+	// coordinator counted of a routed limit (cs nil on one node: neither).
+	cs := c.cluster.Load()
+	coordinated := cs.coordinated()
+	leased := coordinated && lease > 0 && cs.LeaseShare > 0
+	routed := coordinated && slices.ContainsFunc(limits, func(l Limit) bool { return cs.routed(l.max, c.tolPPM) })
 	// The coordinator's view, which allow overwrites with this node's.
 	var coord [MaxLimitsPerCall]Result
-	nc := copy(coord[:], results[:min(len(results), len(limits), MaxLimitsPerCall)])
+	var nc int
+	if routed {
+		nc = copy(coord[:], results[:min(len(results), len(limits), MaxLimitsPerCall)])
+	}
 	d, err := c.allow(t, key, hits, limits, results, modeGrant)
-	if err != nil {
+	if err != nil || !leased && !routed {
 		return d, err
-	}
-	cs := c.cluster.Load()
-	if !cs.coordinated() {
-		return d, nil // one node: nothing to lease or hear (cs may be nil)
-	}
-	leased := lease > 0 && cs.LeaseShare > 0
-	if !leased && !slices.ContainsFunc(limits, func(l Limit) bool { return cs.routed(l.max, c.tolPPM) }) {
-		return d, nil
 	}
 	s, tag := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// What the coordinator counted beyond this node's own count before
-	// the hits (results[i].Count, allow's view), for the budget (heard.go).
-	var own [MaxLimitsPerCall]int64
-	for i := range limits {
-		own[i] = results[i].Count
+	if routed {
+		// What the coordinator counted beyond this node's own count before
+		// the hits (results[i].Count, allow's view), for the budget (heard.go).
+		var own [MaxLimitsPerCall]int64
+		for i := range limits {
+			own[i] = results[i].Count
+		}
+		c.hearResults(s, tag, cs, t.UnixMilli(), key, limits, coord[:nc], own[:len(limits)])
 	}
-	c.hearResults(s, tag, cs, t.UnixMilli(), key, limits, coord[:nc], own[:len(limits)])
 	if !leased || s.coord == nil {
 		return d, nil // or no ask of this key was prepared here
 	}

@@ -97,11 +97,5 @@ func (s *shard) liveCount(l Limit, tag uint32, key string, now int64) int64 {
 	if !s.table(l).get(tag, key, s.buf(0), false, &st) {
 		return 0
 	}
-	var n int64
-	for j := range st.sl.n {
-		if st.start(j) > now-l.windowMs {
-			n += int64(st.sl.count(j))
-		}
-	}
-	return n
+	return st.liveCount(now, l.windowMs)
 }
