@@ -33,12 +33,13 @@ import (
 //     left, and the mark tells the two apart), and the newest sync message
 //     version the node decodes, which the peers' engines write to it only
 //     once every member decodes it (engine.SetPeerSyncVersion), and
-//     whether it decodes the relay envelopes (engine.SetPeerRelays).
+//     whether it decodes the relay envelopes (engine.SetPeerRelays), and
+//     the newest coordination version it decodes (engine.SetPeerCoordVersion).
 type delegate struct{ n *Node }
 
 // NodeMeta implements memberlist.Delegate.
 func (d delegate) NodeMeta(limit int) []byte {
-	b := encodeMeta(meta{http: d.n.cfg.HTTPAddr, leaving: d.n.leaving.Load(), sync: engine.SyncVersion, relay: true})
+	b := encodeMeta(meta{http: d.n.cfg.HTTPAddr, leaving: d.n.leaving.Load(), sync: engine.SyncVersion, relay: true, coord: engine.CoordVersion})
 	if len(b) > limit {
 		return nil
 	}
@@ -56,6 +57,10 @@ type meta struct {
 	// and answers forwarded (engine.SetPeerRelays); false for a release
 	// that states none.
 	relay bool
+	// coord is the newest coordination version the node decodes
+	// (engine.SetPeerCoordVersion); 0 for a release that states none
+	// (version 4 or before).
+	coord uint8
 }
 
 // encodeMeta and decodeMeta are the node metadata format: URL query
@@ -74,6 +79,9 @@ func encodeMeta(m meta) []byte {
 	if m.relay {
 		v.Set("relay", "1")
 	}
+	if m.coord > 0 {
+		v.Set("coord", strconv.Itoa(int(m.coord)))
+	}
 	return []byte(v.Encode())
 }
 
@@ -82,6 +90,9 @@ func decodeMeta(b []byte) meta {
 	m := meta{http: v.Get("http"), leaving: v.Get("leaving") == "1", sync: 1, relay: v.Get("relay") == "1"}
 	if s, err := strconv.ParseUint(v.Get("sync"), 10, 8); err == nil && s > 1 {
 		m.sync = uint8(s)
+	}
+	if c, err := strconv.ParseUint(v.Get("coord"), 10, 8); err == nil {
+		m.coord = uint8(c)
 	}
 	return m
 }
@@ -166,6 +177,7 @@ func (n *Node) record(nd *memberlist.Node, event string) {
 		// Before reconcile sends it anything: the version it decodes.
 		n.engine.SetPeerSyncVersion(nd.Name, md.sync)
 		n.engine.SetPeerRelays(nd.Name, md.relay)
+		n.engine.SetPeerCoordVersion(nd.Name, md.coord)
 	}
 	n.mu.Lock()
 	n.members[nd.Name] = m

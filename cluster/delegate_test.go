@@ -2,11 +2,13 @@ package cluster
 
 import "testing"
 
-// TestMetaSyncVersion: a node states the sync version it decodes and that
-// it decodes the relay envelopes, and a node of a release that states
-// none is read as decoding version 1 and no envelope, so that its peers
-// write it version 1 (engine.SetPeerSyncVersion) and pass asks on to it
-// raw (engine.SetPeerRelays).
+// TestMetaSyncVersion: a node states the sync version it decodes, that
+// it decodes the relay envelopes and the newest coordination version it
+// decodes, and a node of a release that states none is read as decoding
+// sync version 1, no envelope and coordination version 0 (before 5), so
+// that its peers write it version 1 (engine.SetPeerSyncVersion), pass
+// asks on to it raw (engine.SetPeerRelays) and state no lead in their
+// asks to it (engine.SetPeerCoordVersion).
 func TestMetaSyncVersion(t *testing.T) {
 	for _, tc := range []struct {
 		meta string
@@ -20,13 +22,16 @@ func TestMetaSyncVersion(t *testing.T) {
 		{"sync=300", meta{sync: 1}},
 		{"relay=1&sync=2", meta{sync: 2, relay: true}},
 		{"relay=0&sync=2", meta{sync: 2}},
+		{"coord=5&relay=1&sync=2", meta{sync: 2, relay: true, coord: 5}},
+		{"coord=x&sync=2", meta{sync: 2}},
+		{"coord=300&sync=2", meta{sync: 2}},
 		{"", meta{sync: 1}},
 	} {
 		if got := decodeMeta([]byte(tc.meta)); got != tc.want {
 			t.Errorf("decodeMeta(%q) = %+v, want %+v", tc.meta, got, tc.want)
 		}
 	}
-	if got := string(encodeMeta(meta{http: "h:1", sync: 2, relay: true})); got != "http=h%3A1&relay=1&sync=2" {
+	if got := string(encodeMeta(meta{http: "h:1", sync: 2, relay: true, coord: 5})); got != "coord=5&http=h%3A1&relay=1&sync=2" {
 		t.Errorf("encodeMeta: %q", got)
 	}
 }

@@ -11,8 +11,8 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset *prometheus.Desc
-	asks, expired, alone, failedOver, notices                                                                                                              *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset, lead *prometheus.Desc
+	asks, expired, alone, failedOver, notices                                                                                                                    *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -66,6 +66,9 @@ func newCollector(n *Node) *collector {
 		offset: prometheus.NewDesc("limiterd_cluster_clock_offset_seconds",
 			"Each live peer's clock minus this node's, estimated from its last message (one-way delay included). Skew shifts slice boundaries between nodes; see the counter's documentation.",
 			[]string{"peer"}, nil),
+		lead: prometheus.NewDesc("limiterd_cluster_clock_lead_seconds",
+			"How far this node's clock runs ahead of its peers', at least, as the peers that ask it about their checks measure it (the least of their reports of the last 10 s, at most -max-clock-offset): this node judges every window that much later, so that it does not let its peers' slices leave before their own clocks do. 0 on a clock that is not ahead.",
+			nil, nil),
 		asks: prometheus.NewDesc("limiterd_coordinator_asks_total",
 			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node on the ring because the coordinator missed its last asks (runner_up); checks asked again because no answer came within half the deadline (retry, to either); and checks of keys whose every node above this one missed its asks, sent through the next node, which passes them on if it hears the coordinator (around).",
 			[]string{"to"}, nil),
@@ -86,7 +89,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.lead, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
 		ch <- d
 	}
 }
@@ -107,6 +110,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(k), state)
 	}
 	ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, float64(n.ml.GetHealthScore()))
+	ch <- prometheus.MustNewConstMetric(c.lead, prometheus.GaugeValue, n.c.ClockLead().Seconds())
 	s := &n.engine.Stats
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)

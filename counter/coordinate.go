@@ -57,6 +57,13 @@ type Ask struct {
 	// a lease only to the newest it has decided, and the asker takes one
 	// only from the answer to its newest (lease.go).
 	Gen uint32
+	// Lead is how far the coordinator's clock runs ahead of the asker's,
+	// at least, as the asker measured it (the engine: the largest offset
+	// of the coordinator's recent messages, each the clocks' difference
+	// less its delay); 0 when it is not ahead or the asker does not know.
+	// The counter does not read it: the coordinator's engine takes the
+	// least lead its askers report as its counter's (SetClockLead).
+	Lead time.Duration
 }
 
 // Pred is where granted hits will be counted: the asker's slice starting
@@ -124,7 +131,7 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 			continue
 		}
 		at := st.clamp(now)
-		if st.expire(at, l.windowMs) {
+		if st.expire(at-c.lagMs(), l.windowMs) {
 			s.store(l.slot, tag, key, &st)
 		}
 		p.Start = at
@@ -224,23 +231,22 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	c.Merge(t, es)
 
 	now := t.UnixMilli()
+	lag := c.lagMs()
 	cs := c.cluster.Load()
 	origin := c.originOf(from)
 	d := Decision{Allowed: true}
 	s, tag := c.locate(ask.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var (
-		at [MaxLimitsPerCall]int64
-		ks [MaxLimitsPerCall]*keyCoord // each limit's record, looked up once
-	)
+	var ks [MaxLimitsPerCall]*keyCoord // each limit's record, looked up once
 	for i, l := range ls {
 		var st state
 		ok := s.table(l).get(tag, ask.Key, s.buf(i), repeats(ls, i), &st)
 		var count int64
-		at[i] = now
+		// The window as of the peers' time (SetClockLead); grants keep now.
+		wnow := now - lag
 		if ok {
-			if st.expire(now, l.windowMs) {
+			if st.expire(wnow, l.windowMs) {
 				s.store(l.slot, tag, ask.Key, &st)
 			}
 			count = st.count()
@@ -253,9 +259,9 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		pending := k.invisible(&st, now, l.windowMs)
 		count += pending
 		r := Result{Allowed: count+ask.Hits <= l.max, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
-		r.Reset = time.Duration(st.reset(now, l.windowMs)) * time.Millisecond
+		r.Reset = time.Duration(st.reset(wnow, l.windowMs)) * time.Millisecond
 		if !r.Allowed {
-			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: ask.Key}, &st, now, l.windowMs, count, ask.Hits, l.max)) * time.Millisecond
+			r.RetryAfter = time.Duration(c.retryMs(s, dirtyRef{slot: l.slot, key: ask.Key}, &st, wnow, l.windowMs, count, ask.Hits, l.max)) * time.Millisecond
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, r.RetryAfter)
 		}

@@ -35,6 +35,7 @@ type Counter struct {
 	routed  atomic.Pointer[routedSet]    // Routed's last answer
 	tickNo  atomic.Uint32                // AppendChanges calls: numbers the sync intervals
 	tickAt  atomic.Int64                 // unix ms of the last AppendChanges
+	lead    atomic.Int64                 // ms: SetClockLead
 }
 
 // limitInfo is what the registry knows of a slot, for merging and syncing.
@@ -325,6 +326,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 	d := Decision{Allowed: true}
 	cs := c.cluster.Load()
 	coordinated := cs.coordinated()
+	lag := c.lagMs()
 	s, tag := c.locate(key)
 	s.mu.Lock()
 	work := s.work()
@@ -338,7 +340,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		at[i] = s.coord.resetsOf().clamp(l.slot, key, now) // reset.go
 		if ok {
 			at[i] = st.clamp(at[i])
-			dirty[i] = st.expire(at[i], l.windowMs)
+			dirty[i] = st.expire(at[i]-lag, l.windowMs)
 			count = st.count()
 		}
 		// The key's coordination record, looked up once for the grants,
@@ -421,11 +423,11 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		}
 		return d, nil
 	}
-	if s.sweepFor(now, found[:len(limits)]) {
+	if s.sweepFor(now, lag, found[:len(limits)]) {
 		// The sweep rewrote the shard's blocks: read the states again.
 		for i, l := range limits {
 			if found[i] {
-				found[i] = s.reread(l, tag, key, i, repeats(limits, i), &states[i], at[i])
+				found[i] = s.reread(l, tag, key, i, repeats(limits, i), &states[i], at[i]-lag)
 			}
 		}
 	}

@@ -292,6 +292,28 @@
 // them by the offset, and the two then count each other's requests as
 // across a partition: at most a limit on each side per window.
 //
+// A node whose own clock runs ahead by d lets every peer's slice go d
+// early, and as a routed key's coordinator (the only node that knows the
+// key's total) or as any coordinator at the margin it would grant into
+// that room d before the peers' clocks make it. SetClockLead(e) moves the
+// end of every window it judges back by e: a slice leaves e later in
+// every check, merge, decided ask, sweep and sync, while requests are
+// still counted at now. The bounds with it:
+//
+//   - NFR2. The lead given is the least the askers report, each the
+//     largest offset of this node's recent messages at that asker: the
+//     clocks' difference less a delay, which is never negative. So e ≤ d
+//     against every asker, and a peer's slice is kept at most until its
+//     origin's own clock lets it go, never later; this node's own slices,
+//     stamped on its clock, are kept e longer than on true time, which is
+//     how its peers already keep them (W + d of theirs). On one clock
+//     every report is 0 or less, e = 0, and the counter is exactly as
+//     without it, whatever the delays.
+//   - NFR1. With e = d the peers' slices leave on their time, and the
+//     room a clock ahead made early is gone; with e < d (a delay in the
+//     reports) what is left is d − e of it, the price of the offset above
+//     for the rest.
+//
 // # Peek
 //
 // Peek answers the check "would h more hits fit now?" without counting:

@@ -83,7 +83,7 @@ func (c *Counter) hearResults(s *shard, tag uint32, cs *clusterState, now int64,
 		if own != nil {
 			o = own[i]
 		} else {
-			o = s.liveCount(l, tag, key, now)
+			o = s.liveCount(l, tag, key, now-c.lagMs())
 		}
 		valid := min(l.sliceMs, coord[i].Reset.Milliseconds())
 		s.coord.hear(dirtyRef{slot: l.slot, key: key}, now, coord[i].Count, o, valid)

@@ -35,6 +35,7 @@ func (c *Counter) Merge(now time.Time, entries []Entry) MergeStats {
 		w = new(mergeWork)
 	}
 	defer c.merges.Put(w)
+	w.lag = c.lagMs()
 	c.sortEntries(w, nowMs, entries, &ms)
 
 	// The (limit, key, origin) last refused: a forged message's entries
@@ -90,8 +91,8 @@ func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int
 		var st state
 		found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
 		if found {
-			st.expire(nowMs, info.windowMs)
-		} else if !s.admit(nowMs, tab) {
+			st.expire(nowMs-w.lag, info.windowMs)
+		} else if !s.admit(nowMs, w.lag, tab) {
 			ms.NoRoom++
 			continue
 		}
@@ -141,6 +142,7 @@ type mergeWork struct {
 	ends         []int   // where each shard's group of a batch ends in sorted
 	infos        []mergeInfo
 	sink         uint64 // what touch read, so that the reads are not dropped
+	lag          int64  // the counter's clock lead, ms (SetClockLead)
 }
 
 // mergeRef is an entry that Merge will apply, with what it needs to know
@@ -191,7 +193,7 @@ func (c *Counter) sortEntries(w *mergeWork, nowMs int64, entries []Entry, ms *Me
 			ms.Unknown++
 			continue
 		}
-		if e.Start <= nowMs-info.windowMs || e.Start > nowMs+info.windowMs || e.Count == 0 {
+		if e.Start <= nowMs-w.lag-info.windowMs || e.Start > nowMs+info.windowMs || e.Count == 0 {
 			ms.Expired++
 			continue
 		}

@@ -9,8 +9,9 @@ const sweepEvery = int64(time.Second / time.Millisecond)
 // admit reports whether the shard may track one more key of table t at
 // now. At the cap it first sweeps expired keys, at most once per
 // sweepEvery. The sweep rewrites blocks: no other state of the shard may
-// be in use (Allow sweeps before its stores, sweepFor).
-func (s *shard) admit(now int64, t *table) bool {
+// be in use (Allow sweeps before its stores, sweepFor). lag is the
+// counter's clock lead (SetClockLead), in ms.
+func (s *shard) admit(now, lag int64, t *table) bool {
 	if s.room(t) {
 		return true
 	}
@@ -19,7 +20,7 @@ func (s *shard) admit(now int64, t *table) bool {
 	}
 	if now-s.lastSweep >= sweepEvery {
 		s.lastSweep = now
-		s.sweep(now)
+		s.sweep(now, lag)
 	}
 	return s.room(t)
 }
@@ -31,7 +32,7 @@ func (s *shard) room(t *table) bool { return s.keys < s.cap && !t.full() }
 // found) may not all fit: it sweeps, at most once per sweepEvery, before
 // the check stores anything, and reports whether it did. The check then
 // reads its states again (reread) and admits its new keys by room.
-func (s *shard) sweepFor(now int64, found []bool) bool {
+func (s *shard) sweepFor(now, lag int64, found []bool) bool {
 	n := 0
 	for _, f := range found {
 		if !f {
@@ -42,7 +43,7 @@ func (s *shard) sweepFor(now int64, found []bool) bool {
 		return false
 	}
 	s.lastSweep = now
-	s.sweep(now)
+	s.sweep(now, lag)
 	return true
 }
 
@@ -60,8 +61,9 @@ func (s *shard) reread(l Limit, tag uint32, key string, i int, private bool, st 
 	return ok
 }
 
-// sweep drops every key whose window is empty at now.
-func (s *shard) sweep(now int64) int {
+// sweep drops every key whose window is empty at now, the window judged
+// lag ms earlier (SetClockLead); grants and resets expire at now.
+func (s *shard) sweep(now, lag int64) int {
 	removed := 0
 	s.coord.sweep(now)
 	s.coord.sweepResets(now)
@@ -72,7 +74,7 @@ func (s *shard) sweep(now int64) int {
 			e := t.idx[i]
 			var st state
 			t.slab.load(uint32(e), buf, false, &st)
-			if !st.expire(now, t.windowMs) {
+			if !st.expire(now-lag, t.windowMs) {
 				return false
 			}
 			if st.sl.n > 0 {
@@ -99,12 +101,12 @@ func (s *shard) sweep(now int64) int {
 // dropped when a check finds their window empty; Sweep reclaims keys that
 // are never checked again. The daemon calls it periodically.
 func (c *Counter) Sweep(t time.Time) int {
-	now := t.UnixMilli()
+	now, lag := t.UnixMilli(), c.lagMs()
 	removed := 0
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		removed += s.sweep(now)
+		removed += s.sweep(now, lag)
 		s.mu.Unlock()
 	}
 	return removed

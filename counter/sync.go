@@ -107,6 +107,8 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 	c.tickAt.Store(nowMs)
 	tick := c.tickNo.Add(1)
 	ids, _, names := c.snapshotNames()
+	// Slices this node still counts (SetClockLead) are still sent.
+	horizon := nowMs - c.lagMs()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -139,7 +141,7 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 					newest = sl.off // unchanged since sent: peers have it
 					continue
 				}
-				if start := st.base + int64(sl.off); start > nowMs-t.windowMs {
+				if start := st.base + int64(sl.off); start > horizon-t.windowMs {
 					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
 				}
 				newest = sl.off
@@ -165,7 +167,7 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 				sl := st.sl.at(j)
 				// Restored slices lie before sentOff; from sentOff on, the
 				// dirty list above sends what changed.
-				if start := st.start(j); sl.origin == 0 && sl.off < st.sentOff && start > nowMs-t.windowMs {
+				if start := st.start(j); sl.origin == 0 && sl.off < st.sentOff && start > horizon-t.windowMs {
 					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
 				}
 			}

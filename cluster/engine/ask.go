@@ -86,6 +86,16 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 		d, err := e.c.Coordinate(now, to, 0, ask, results)
 		return Asked{Local: true, Decision: d}, err
 	}
+	// The lead of the clocks of the nodes that may decide the ask: the
+	// one asked, and the coordinator it may pass the ask on to (relay.go).
+	e.mu.Lock()
+	first := e.ringLocked().first(ask.Key)
+	if around != "" {
+		ask.Lead = e.leadOf(now, to, around)
+	} else {
+		ask.Lead = e.leadOf(now, to, first)
+	}
+	e.mu.Unlock()
 	e.askMu.Lock()
 	e.askSeq++
 	id := e.askSeq

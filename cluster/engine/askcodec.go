@@ -29,14 +29,22 @@ const (
 // (counter.Ask.Max: a limit the caller stated, a family's), and is sent
 // only for an ask that states one: an ask that states none is encoded as
 // version 3, byte for byte, so that a version 3 coordinator decides it,
-// and a release is always version 3 (its layout is unchanged). A receiver
-// decodes versions 2 to 4 and answers an ask in the ask's version, so a
-// node of version 2 or 3 still gets its answers; a version 3 node drops
-// the version 4 asks of newer nodes (doc.go, "Wire format and versions").
-const coordVersion = 4
+// and a release is always version 3 (its layout is unchanged). Version 5
+// adds the lead the asker measured of the coordinator's clock
+// (counter.Ask.Lead), and is sent only for an ask that has one, to a
+// coordinator that states it decodes version 5 (SetPeerCoordVersion). A
+// receiver decodes versions 2 to 5 and answers an ask in the ask's
+// version, so a node of version 2, 3 or 4 still gets its answers; a
+// version 3 node drops the version 4 asks of newer nodes, and a version 4
+// node never gets a version 5 ask (doc.go, "Wire format and versions").
+const coordVersion = 5
+
+// coordVersionMax is the last version without a lead: what an ask that
+// states a max and has no lead is sent as.
+const coordVersionMax = 4
 
 // coordVersionLeases is the last version without stated maxes: what an
-// ask that states none, and every release, is sent as.
+// ask that states none and has no lead, and every release, is sent as.
 const coordVersionLeases = 3
 
 // coordVersionNoLeases is the last version without leases.
@@ -67,8 +75,10 @@ const (
 // EntryLimits []uint8 (the entries' limits as indexes into Limits,
 // written as a string), EntryStarts []int64, EntryCounts []uint32,
 // Settled uint64. Version 3 (15) appends Want int64 and Gen uint32; it is
-// what an ask that states no max is sent as. Version 4 (16) appends Max
-// []int64, parallel to Limits.
+// what an ask that states no max and has no lead is sent as. Version 4
+// (16) appends Max []int64, parallel to Limits. Version 5 (17) appends
+// LeadMs int64 (counter.Ask.Lead, at least 1); its Max is parallel to
+// Limits or nil (states none).
 //
 // An answer, version 2 (13 fields): Version uint8, From string, SentMs
 // int64, ID uint64, Status uint8, Allowed bool, then per limit, in ask
@@ -76,8 +86,8 @@ const (
 // Counts, Pending (of Counts, grants the coordinator's merged slices do
 // not show yet), Remaining, RetryMs, ResetMs, all []int64. Version 3 (15)
 // appends Leases []int64 (counter.Result.Lease) and LeaseGen uint32 (the
-// same for every limit); version 4 is version 3's layout (an answer's Max
-// was always the max decided with).
+// same for every limit); versions 4 and 5 are version 3's layout (an
+// answer's Max was always the max decided with).
 //
 // A release (6 fields, every version): Version uint8, From string, SentMs
 // int64, ID uint64, Key string, Limits []string.
@@ -91,6 +101,7 @@ const (
 	askFieldsV2    = 13
 	askFieldsV3    = 15
 	askFieldsV4    = 16
+	askFieldsV5    = 17
 	answerFieldsV2 = 13
 	answerFields   = 15
 	releaseFields  = 6
@@ -121,6 +132,11 @@ type Answer struct {
 	// Results are the coordinator's view of each limit, in ask order.
 	Results []counter.Result
 }
+
+// maxLeadMs bounds a decoded ask's lead: an hour, far past any window a
+// lead is judged within (counter.Ask.Lead takes more than the window as
+// the window) and past MaxClockOffset's default.
+const maxLeadMs = int64(time.Hour / time.Millisecond)
 
 // maxAskEntriesWire bounds the entries of a decoded ask: counter.PrepareAsk
 // sends at most 8 per limit.
@@ -154,8 +170,9 @@ func decodeBody(h *codec.MsgpackHandle, b []byte, v any) (err error) {
 }
 
 // encodeAsk returns the ask message of a, in a slice of its own (the
-// transport keeps it): version 4 if it states a max (counter.Ask.Max),
-// else version 3.
+// transport keeps it): version 5 if it has a lead (counter.Ask.Lead of a
+// millisecond or more), else version 4 if it states a max
+// (counter.Ask.Max), else version 3.
 func (w *wire) encodeAsk(from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
 	b, err := appendAsk(w.body[:0], from, now.UnixMilli(), id, a)
 	w.body = b[:0]
@@ -182,16 +199,21 @@ func (w *wire) encodeRelease(from string, now time.Time, id uint64, key string, 
 	return bytes.Clone(b)
 }
 
-// appendAsk appends the ask message of a (kind byte first): version 4 if
-// it states a max, else version 3. Entries of another key or of a limit
-// not in a.Limits are left out.
+// appendAsk appends the ask message of a (kind byte first): version 5 if
+// it has a lead, else version 4 if it states a max, else version 3.
+// Entries of another key or of a limit not in a.Limits are left out.
 func appendAsk(b []byte, from string, sentMs int64, id uint64, a *counter.Ask) ([]byte, error) {
 	version, fields := uint8(coordVersionLeases), askFieldsV3
-	if statesMax(a) {
-		if len(a.Max) != len(a.Limits) {
-			return b, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
-		}
-		version, fields = coordVersion, askFieldsV4
+	states := statesMax(a)
+	if states && len(a.Max) != len(a.Limits) {
+		return b, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
+	}
+	lead := a.Lead.Milliseconds()
+	switch {
+	case lead > 0:
+		version, fields = coordVersion, askFieldsV5
+	case states:
+		version, fields = coordVersionMax, askFieldsV4
 	}
 	b = appendArrayLen(append(b, kindAsk), fields)
 	b = appendUint(b, uint64(version))
@@ -217,8 +239,14 @@ func appendAsk(b []byte, from string, sentMs int64, id uint64, a *counter.Ask) (
 	b = appendUint(b, a.Settled)
 	b = appendInt(b, a.Want)
 	b = appendUint(b, uint64(a.Gen))
-	if fields == askFieldsV4 {
+	switch {
+	case fields >= askFieldsV4 && states:
 		b = appendArray(b, a.Max, appendInt)
+	case fields >= askFieldsV4:
+		b = append(b, mpNil) // a version 5 ask that states no max
+	}
+	if fields == askFieldsV5 {
+		b = appendInt(b, lead)
 	}
 	return b, nil
 }
@@ -264,7 +292,7 @@ func appendEntries(b []byte, a *counter.Ask) []byte {
 }
 
 // statesMax reports whether a states a max for one of its limits: only
-// then is it sent as version 4.
+// then is it sent as version 4 (or 5, with a lead), Max and all.
 func statesMax(a *counter.Ask) bool {
 	for _, m := range a.Max {
 		if m != 0 {

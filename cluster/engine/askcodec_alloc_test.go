@@ -16,9 +16,11 @@ func TestCoordinationAllocs(t *testing.T) {
 	w := newWire(nil)
 	lim := DefaultDecodeLimits()
 	sent := time.UnixMilli(1_800_000_000_123)
-	res, ask, askV4 := goldenResults(), goldenAsk(), goldenAskV4()
+	res, ask, askV4, askV5 := goldenResults(), goldenAsk(), goldenAskV4(), goldenAskV5()
+	askV5.Max = askV4.Max // a lead and a max: every column of version 5
 	askMsg, _ := w.encodeAsk("n1", sent, 42, ask)
 	askV4Msg, _ := w.encodeAsk("n1", sent, 42, askV4)
+	askV5Msg, _ := w.encodeAsk("n1", sent, 42, askV5)
 	answerMsg := w.encodeAnswer(coordVersion, "k", sent, 42, answerDecided, true, res)
 	releaseMsg := w.encodeRelease("n1", sent, 42, ask.Key, ask.Limits)
 	for _, tc := range []struct {
@@ -36,6 +38,11 @@ func TestCoordinationAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"encode a version 5 ask", 1, func(t *testing.T) {
+			if _, err := w.encodeAsk("n1", sent, 42, askV5); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"decode an ask", 0, func(t *testing.T) {
 			if _, _, _, _, err := w.decodeAsk(askMsg, lim, &w.coord.ask); err != nil {
 				t.Fatal(err)
@@ -48,7 +55,14 @@ func TestCoordinationAllocs(t *testing.T) {
 			}
 			w.release()
 		}},
+		{"decode a version 5 ask", 0, func(t *testing.T) {
+			if _, _, _, _, err := w.decodeAsk(askV5Msg, lim, &w.coord.ask); err != nil || w.coord.ask.Lead != askV5.Lead {
+				t.Fatalf("lead %v, %v", w.coord.ask.Lead, err)
+			}
+			w.release()
+		}},
 		{"encode an answer", 1, func(*testing.T) { w.encodeAnswer(coordVersion, "k", sent, 42, answerDecided, true, res) }},
+		{"encode a version 4 answer", 1, func(*testing.T) { w.encodeAnswer(coordVersionMax, "k", sent, 42, answerDecided, true, res) }},
 		{"encode a version 2 answer", 1, func(*testing.T) { w.encodeAnswer(coordVersionNoLeases, "k", sent, 42, answerDecided, true, res) }},
 		{"decode an answer", 1, func(t *testing.T) {
 			if _, err := w.decodeAnswer(answerMsg, lim); err != nil {

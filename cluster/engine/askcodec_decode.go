@@ -122,7 +122,7 @@ func (w *wire) decodeAsk(b []byte, lim DecodeLimits, a *counter.Ask) (from strin
 	if err != nil {
 		return "", 0, 0, 0, err
 	}
-	if fields != askFieldsV2 && fields != askFieldsV3 && fields != askFieldsV4 {
+	if fields != askFieldsV2 && fields != askFieldsV3 && fields != askFieldsV4 && fields != askFieldsV5 {
 		return "", 0, 0, 0, fmt.Errorf("%w: ask of %d fields", ErrMalformed, fields)
 	}
 	if from, err = r.str(lim.MaxNameBytes); err != nil {
@@ -202,7 +202,7 @@ func (w *wire) readAsk(r *reader, fields int, version uint8, lim DecodeLimits, a
 	if a.Settled, err = r.uint(math.MaxUint64); err != nil {
 		return err
 	}
-	a.Want, a.Gen, a.Max = 0, 0, a.Max[:0]
+	a.Want, a.Gen, a.Max, a.Lead = 0, 0, a.Max[:0], 0
 	if fields >= askFieldsV3 {
 		if a.Want, err = r.int(); err != nil {
 			return err
@@ -217,13 +217,14 @@ func (w *wire) readAsk(r *reader, fields int, version uint8, lim DecodeLimits, a
 		return fmt.Errorf("%w: want %d", ErrMalformed, a.Want)
 	}
 	nm := 0
-	if fields == askFieldsV4 {
+	if fields >= askFieldsV4 {
 		if nm, err = r.arrayLen(); err != nil {
 			return err
 		}
 		nm = max(nm, 0)
 	}
-	if version < coordVersion && nm != 0 || version == coordVersion && nm != n {
+	// Version 4 states a max for each limit; version 5 for each or none.
+	if version < coordVersionMax && nm != 0 || version == coordVersionMax && nm != n || version == coordVersion && nm != 0 && nm != n {
 		return fmt.Errorf("%w: %d maxes for %d limits in a version %d ask", ErrMalformed, nm, n, version)
 	}
 	if nm > 0 {
@@ -236,6 +237,22 @@ func (w *wire) readAsk(r *reader, fields int, version uint8, lim DecodeLimits, a
 				return fmt.Errorf("%w: stated max %d", ErrMalformed, a.Max[i])
 			}
 		}
+	}
+	if fields == askFieldsV5 {
+		lead, err := r.int()
+		if err != nil {
+			return err
+		}
+		// At least a millisecond (an ask without a lead is version 3 or
+		// 4), and no more than an hour: counter.Ask.Lead takes more than
+		// the window as the window anyway.
+		if lead < 1 || lead > maxLeadMs {
+			return fmt.Errorf("%w: lead of %d ms", ErrMalformed, lead)
+		}
+		a.Lead = time.Duration(lead) * time.Millisecond
+	}
+	if (fields == askFieldsV5) != (version == coordVersion) {
+		return fmt.Errorf("%w: a version %d ask of %d fields", ErrMalformed, version, fields)
 	}
 	return r.end()
 }

@@ -39,10 +39,10 @@ const (
 	fBytes // a []uint8: str, bin, an array of integers, or nil
 )
 
-// askLayout is the fields of a version 4 ask; versions 2 and 3 are its
-// first 13 and 15.
+// askLayout is the fields of a version 5 ask; versions 2, 3 and 4 are
+// its first 13, 15 and 16.
 func askLayout() []coordField {
-	return []coordField{fUint8, fString, fInt64, fUint64, fString, fInt64, fStrings, fInt64s, fUint32s, fBytes, fInt64s, fUint32s, fUint64, fInt64, fUint32, fInt64s}
+	return []coordField{fUint8, fString, fInt64, fUint64, fString, fInt64, fStrings, fInt64s, fUint32s, fBytes, fInt64s, fUint32s, fUint64, fInt64, fUint32, fInt64s, fInt64}
 }
 
 // answerLayout is the fields of a version 3 answer; version 2 is its
@@ -63,7 +63,7 @@ type coordSchema struct {
 }
 
 func askSchema() coordSchema {
-	return coordSchema{askLayout(), []int{askFieldsV2, askFieldsV3, askFieldsV4}}
+	return coordSchema{askLayout(), []int{askFieldsV2, askFieldsV3, askFieldsV4, askFieldsV5}}
 }
 func answerSchema() coordSchema {
 	return coordSchema{answerLayout(), []int{answerFieldsV2, answerFields}}
@@ -162,7 +162,7 @@ func fieldIs(f coordField, v any) bool {
 // sameAsk reports how two decoded asks differ, or "" (an empty column and
 // nil are the same).
 func sameAsk(a, b *counter.Ask) string {
-	if a.Key != b.Key || a.Hits != b.Hits || a.Settled != b.Settled || a.Want != b.Want || a.Gen != b.Gen ||
+	if a.Key != b.Key || a.Hits != b.Hits || a.Settled != b.Settled || a.Want != b.Want || a.Gen != b.Gen || a.Lead != b.Lead ||
 		!slices.Equal(a.Limits, b.Limits) || !slices.Equal(a.Max, b.Max) || !slices.Equal(a.Preds, b.Preds) || !slices.Equal(a.Entries, b.Entries) {
 		return fmt.Sprintf("%+v\n%+v", *a, *b)
 	}
@@ -244,7 +244,7 @@ func checkCoordAgainstOracle(t *testing.T, w *wire, b []byte, lim DecodeLimits) 
 			if !a.Decided {
 				status = answerUnable
 			}
-			for _, v := range []uint8{coordVersionNoLeases, coordVersionLeases, coordVersion} {
+			for _, v := range []uint8{coordVersionNoLeases, coordVersionLeases, coordVersionMax, coordVersion} {
 				enc := w.encodeAnswer(v, a.From, time.UnixMilli(a.SentMs), a.ID, status, a.Allowed, a.Results)
 				wenc, werr := oracleEncodeAnswer(h, v, a.From, time.UnixMilli(a.SentMs), a.ID, status, a.Allowed, a.Results)
 				if werr != nil || !bytes.Equal(enc, wenc) {
@@ -312,7 +312,8 @@ func (c *coordCase) encode(t testing.TB, w *wire) (got, want []byte) {
 // coordCases are the table of TestCoordinationMatchesMsgpack: every
 // version, nil and empty columns, the largest values of every field,
 // multi-limit asks with entries (some of them not sent: another key's, a
-// limit not asked) and stated maxes.
+// limit not asked), stated maxes and leads (under a millisecond, not
+// sent; up to and past the most a decoder takes).
 func coordCases() []coordCase {
 	name := func(c byte, n int) string { return strings.Repeat(string(c), n) }
 	lim := DefaultDecodeLimits()
@@ -353,16 +354,26 @@ func coordCases() []coordCase {
 		{name: "ask", ask: goldenAsk()},
 		{name: "ask v4", ask: goldenAskV4()},
 		{name: "ask v4, a max for the second limit only, entries not sent", ask: mixed()},
+		{name: "ask v5, a lead, no max", ask: goldenAskV5()},
+		{name: "ask v5, a lead and a max", ask: func() *counter.Ask { a := goldenAskV4(); a.Lead = 180 * time.Millisecond; return a }()},
+		{name: "ask v5, a lead and all zero maxes: no max", ask: func() *counter.Ask { a := goldenAskV5(); a.Max = []int64{0, 0}; return a }()},
+		{name: "ask v5, the longest lead, entries not sent", ask: func() *counter.Ask { a := mixed(); a.Lead = time.Hour; return a }()},
+		{name: "ask, a lead under a millisecond: version 3", ask: func() *counter.Ask { a := goldenAsk(); a.Lead = 999 * time.Microsecond; return a }()},
+		{name: "ask, a lead under a millisecond and a max: version 4", ask: func() *counter.Ask { a := goldenAskV4(); a.Lead = 500 * time.Microsecond; return a }()},
+		{name: "ask, a negative lead: version 3", ask: func() *counter.Ask { a := goldenAsk(); a.Lead = -time.Second; return a }()},
+		{name: "ask v5, a lead beyond an hour", ask: func() *counter.Ask { a := goldenAskV5(); a.Lead = time.Hour + time.Millisecond; return a }()},
 		{name: "ask of one limit, no entries, nothing else", ask: bare()},
 		{name: "ask with empty columns", ask: &counter.Ask{Key: "k", Hits: 1, Limits: []string{}, Preds: []counter.Pred{}, Entries: []counter.Entry{}, Max: []int64{}}},
 		{name: "ask with nil columns", ask: &counter.Ask{Key: "k", Hits: 1}},
 		{name: "ask, all zero maxes: version 3", ask: &counter.Ask{Key: "k", Hits: 1, Limits: []string{"a", "b"}, Preds: make([]counter.Pred, 2), Max: []int64{0, 0}}},
 		{name: "ask at every maximum", ask: big(), sentMs: math.MaxInt64, id: math.MaxUint64},
+		{name: "ask at every maximum, version 5", ask: func() *counter.Ask { a := big(); a.Lead = time.Duration(maxLeadMs) * time.Millisecond; return a }(), sentMs: math.MaxInt64, id: math.MaxUint64},
 		{name: "ask at every maximum, version 3", ask: func() *counter.Ask { a := big(); a.Max = nil; return a }(), sentMs: math.MinInt64},
 		{name: "ask of negative figures", ask: &counter.Ask{Key: "k", Hits: -5, Limits: []string{"a"}, Preds: []counter.Pred{{Start: -1}}, Want: math.MinInt64, Max: []int64{-7}}},
 		{name: "answer", kind: kindAnswer, version: coordVersionLeases, res: goldenResults()},
 		{name: "answer v2", kind: kindAnswer, version: coordVersionNoLeases, res: goldenResults()},
-		{name: "answer v4, allowed", kind: kindAnswer, version: coordVersion, allowed: true, res: goldenResults()},
+		{name: "answer v4, allowed", kind: kindAnswer, version: coordVersionMax, allowed: true, res: goldenResults()},
+		{name: "answer v5, allowed", kind: kindAnswer, version: coordVersion, allowed: true, res: goldenResults()},
 		{name: "answer, lease generations differ", kind: kindAnswer, version: coordVersion, res: allLeases},
 		{name: "answer, unable, no results", kind: kindAnswer, version: coordVersion, status: answerUnable},
 		{name: "answer v2, no results", kind: kindAnswer, version: coordVersionNoLeases, res: []counter.Result{}},
@@ -426,7 +437,7 @@ func TestCoordinationMatchesMsgpack(t *testing.T) {
 	for _, c := range coordCases() {
 		t.Run(c.name, func(t *testing.T) { check(t, &c) })
 	}
-	for _, name := range []string{"ask", "ask_v2", "ask_v4", "answer", "answer_v2", "answer_v4", "release"} {
+	for _, name := range []string{"ask", "ask_v2", "ask_v4", "ask_v5", "answer", "answer_v2", "answer_v4", "answer_v5", "release"} {
 		b := readWireGolden(t, name)
 		checkCoordAgainstOracle(t, w, b, DefaultDecodeLimits())
 		for range 8 {
@@ -494,6 +505,20 @@ func randomCoordCase(rng *rand.Rand) coordCase {
 		if rng.IntN(4) == 0 {
 			a.Max = nil
 		}
+		// A lead: none, under a millisecond (not sent), a few ms, about
+		// the most a decoder takes (maxLeadMs), up to twice that, anything.
+		switch rng.IntN(8) {
+		case 0:
+			a.Lead = time.Duration(rng.Int64N(int64(time.Millisecond)))
+		case 1:
+			a.Lead = time.Duration(1+rng.Int64N(20))*time.Millisecond + time.Duration(rng.Int64N(int64(time.Millisecond)))
+		case 2:
+			a.Lead = time.Duration(maxLeadMs-1+rng.Int64N(3))*time.Millisecond + time.Duration(rng.Int64N(int64(time.Millisecond)))
+		case 3:
+			a.Lead = time.Duration(rng.Int64N(2 * maxLeadMs * int64(time.Millisecond)))
+		case 4:
+			a.Lead = time.Duration(anInt())
+		}
 		if n > 0 {
 			for range rng.IntN(maxAskEntriesWire + 2) {
 				e := counter.Entry{Limit: a.Limits[rng.IntN(n)], Key: a.Key, Start: anInt(), Count: uint32(anInt())}
@@ -506,7 +531,7 @@ func randomCoordCase(rng *rand.Rand) coordCase {
 		c.ask = a
 	case 1:
 		c.kind, c.name = kindAnswer, "answer"
-		c.version = []uint8{coordVersionNoLeases, coordVersionLeases, coordVersion, coordVersion + 1, 0}[rng.IntN(5)]
+		c.version = []uint8{coordVersionNoLeases, coordVersionLeases, coordVersionMax, coordVersion, coordVersion + 1, 0}[rng.IntN(6)]
 		c.status = uint8(rng.IntN(3))
 		c.allowed = rng.IntN(2) == 0
 		n := rng.IntN(counter.MaxLimitsPerCall + 2)
@@ -714,7 +739,10 @@ func TestCoordinationRefusesOutsideTheSchema(t *testing.T) {
 		{"an ask as a map of its fields", body(kindAsk, map[string]any{"Version": 3, "From": "n1", "SentMs": 5, "ID": 1, "Key": "k", "Hits": 1, "Limits": []string{"l"}, "PredStarts": []int64{1}, "PredAfters": []uint32{1}}), true, false},
 		{"a short ask: no entries, no settled", body(kindAsk, askFields()[:9]), true, false},
 		{"an ask of 14 fields: a want, no generation", body(kindAsk, askFields()[:14]), true, false},
-		{"an ask of 17 fields", body(kindAsk, append(askFields(), nil, "more")), true, false},
+		{"an ask of 18 fields", body(kindAsk, append(askFields(), nil, 0, "more")), true, false},
+		{"a version 3 ask of 17 fields, its lead 0", body(kindAsk, append(askFields(), nil, 0)), false, false},
+		{"a version 3 ask of 17 fields, a lead", body(kindAsk, append(askFields(), nil, 180)), false, false},
+		{"a version 5 ask of 16 fields", func() []byte { f := askFields(); f[0] = coordVersion; return body(kindAsk, append(f, nil)) }(), false, false},
 		{"bytes after the ask", append(slices.Clip(good), 0xc0), true, false},
 		{"nil for the send time", edit(2, nil), true, false},
 		{"nil for the hits", edit(5, nil), false, false},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -17,12 +18,25 @@ import (
 
 // askMsg is an ask's msgpack body: counter.Ask in columns, the entries'
 // limits as indexes into Limits. Version 4 appends the stated maxes to a
-// version 3 body (askV3, inlined: the array is one flat list of fields).
+// version 3 body (askV3, inlined: the array is one flat list of fields),
+// version 5 the lead (askV4 is version 4's body alone).
 type askMsg struct {
 	_struct struct{} `codec:",toarray"` //nolint:unused
 	askV3
-	Max []int64 // counter.Ask.Max, parallel to Limits; version 4
+	Max    []int64 // counter.Ask.Max, parallel to Limits; version 4 (version 5: or nil)
+	LeadMs int64   // counter.Ask.Lead in whole ms, 1 to maxLeadMs; version 5
 }
+
+// askV4 is a version 4 ask: what an ask that states a max and has no lead
+// is sent as.
+type askV4 struct {
+	_struct struct{} `codec:",toarray"` //nolint:unused
+	askV3
+	Max []int64 // counter.Ask.Max, parallel to Limits
+}
+
+// v4 is m's version 4 body: m without its lead.
+func (m *askMsg) v4() *askV4 { return &askV4{askV3: m.askV3, Max: m.Max} }
 
 // askV3 is a version 3 ask (version 2 without Want and Gen): what an ask
 // that states no max is sent as.
@@ -48,8 +62,8 @@ type askV3 struct {
 // answerMsg is an answer's body: the decision and the coordinator's view
 // of each limit, in ask order. Version 3 appends the leases to a version
 // 2 body (answerV2, inlined: the array is one flat list of fields);
-// version 4 is version 3's layout (an answer's Max was always the max
-// decided with).
+// versions 4 and 5 are version 3's layout (an answer's Max was always the
+// max decided with).
 type answerMsg struct {
 	_struct struct{} `codec:",toarray"` //nolint:unused
 	answerV2
@@ -86,8 +100,9 @@ type releaseMsg struct {
 	Limits  []string
 }
 
-// oracleEncodeAsk encodes a as version 4 if it states a max (counter.Ask.Max),
-// else as version 3.
+// oracleEncodeAsk encodes a as version 5 if it has a lead (counter.Ask.Lead
+// of a millisecond or more: its Max written if it states one, else nil),
+// else as version 4 if it states a max (counter.Ask.Max), else as version 3.
 func oracleEncodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint64, a *counter.Ask) ([]byte, error) {
 	m := askMsg{askV3: askV3{Version: coordVersionLeases, From: from, SentMs: now.UnixMilli(), ID: id, Key: a.Key, Hits: a.Hits, Limits: a.Limits, Settled: a.Settled, Want: a.Want, Gen: a.Gen}}
 	for _, p := range a.Preds {
@@ -103,14 +118,39 @@ func oracleEncodeAsk(h *codec.MsgpackHandle, from string, now time.Time, id uint
 		m.EntryStarts = append(m.EntryStarts, e.Start)
 		m.EntryCounts = append(m.EntryCounts, e.Count)
 	}
-	if !statesMax(a) {
-		return encodeBody(h, kindAsk, &m.askV3)
-	}
-	if len(a.Max) != len(a.Limits) {
+	states := statesMax(a)
+	if states && len(a.Max) != len(a.Limits) {
 		return nil, fmt.Errorf("engine: encode: an ask of %d limits states %d maxes", len(a.Limits), len(a.Max))
 	}
-	m.Version, m.Max = coordVersion, a.Max
-	return encodeBody(h, kindAsk, &m)
+	if states {
+		m.Max = a.Max
+	}
+	switch {
+	case a.Lead >= time.Millisecond:
+		m.Version, m.LeadMs = coordVersion, a.Lead.Milliseconds()
+		return encodeBody(h, kindAsk, &m)
+	case states:
+		m.Version = coordVersionMax
+		return encodeBody(h, kindAsk, m.v4())
+	}
+	return encodeBody(h, kindAsk, &m.askV3)
+}
+
+// arrayFields returns the length of the msgpack array that starts b's
+// body, or -1 if it does not start with an array. go-msgpack decodes a
+// short array into a struct leaving the missing fields zero, so an ask's
+// LeadMs of 0 does not tell a 17-field ask from a shorter one: the oracle
+// reads the count from the array's header.
+func arrayFields(b []byte) int {
+	switch {
+	case len(b) >= 2 && b[1]&0xf0 == 0x90:
+		return int(b[1] & 0x0f)
+	case len(b) >= 4 && b[1] == 0xdc:
+		return int(binary.BigEndian.Uint16(b[2:]))
+	case len(b) >= 6 && b[1] == 0xdd:
+		return int(binary.BigEndian.Uint32(b[2:]))
+	}
+	return -1
 }
 
 // oracleDecodeAsk decodes and checks an ask, filling a; the entries' origin is
@@ -125,8 +165,13 @@ func oracleDecodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *coun
 		return "", 0, 0, 0, fmt.Errorf("%w: ask version %d, want %d to %d", ErrVersion, m.Version, coordVersionNoLeases, coordVersion)
 	case m.Version == coordVersionNoLeases && (m.Want != 0 || m.Gen != 0), m.Want < 0 || m.Want > counter.MaxLimit:
 		return "", 0, 0, 0, fmt.Errorf("%w: want %d", ErrMalformed, m.Want)
-	case m.Version < coordVersion && len(m.Max) != 0, m.Version == coordVersion && len(m.Max) != len(m.Limits):
+	case m.Version < coordVersionMax && len(m.Max) != 0, m.Version == coordVersionMax && len(m.Max) != len(m.Limits),
+		m.Version == coordVersion && len(m.Max) != 0 && len(m.Max) != len(m.Limits):
 		return "", 0, 0, 0, fmt.Errorf("%w: %d maxes for %d limits in a version %d ask", ErrMalformed, len(m.Max), len(m.Limits), m.Version)
+	case m.Version == coordVersion && (m.LeadMs < 1 || m.LeadMs > maxLeadMs), m.Version < coordVersion && m.LeadMs != 0:
+		return "", 0, 0, 0, fmt.Errorf("%w: lead of %d ms in a version %d ask", ErrMalformed, m.LeadMs, m.Version)
+	case (arrayFields(b) == askFieldsV5) != (m.Version == coordVersion):
+		return "", 0, 0, 0, fmt.Errorf("%w: a version %d ask of %d fields", ErrMalformed, m.Version, arrayFields(b))
 	case m.From == "" || len(m.From) > lim.MaxNameBytes:
 		return "", 0, 0, 0, fmt.Errorf("%w: sender name of %d bytes", ErrMalformed, len(m.From))
 	case m.Key == "" || len(m.Key) > lim.MaxKeyBytes:
@@ -151,6 +196,7 @@ func oracleDecodeAsk(h *codec.MsgpackHandle, b []byte, lim DecodeLimits, a *coun
 		}
 	}
 	a.Key, a.Hits, a.Limits, a.Settled, a.Want, a.Gen, a.Max = m.Key, m.Hits, m.Limits, m.Settled, m.Want, m.Gen, m.Max
+	a.Lead = time.Duration(m.LeadMs) * time.Millisecond
 	a.Preds, a.Entries = a.Preds[:0], a.Entries[:0]
 	for i := range m.Limits {
 		a.Preds = append(a.Preds, counter.Pred{Start: m.PredStarts[i], After: m.PredAfters[i]})

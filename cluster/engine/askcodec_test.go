@@ -44,11 +44,21 @@ func goldenAskV4() *counter.Ask {
 	return a
 }
 
+// goldenAskV5 is goldenAsk with a lead (counter.Ask.Lead) and no stated
+// max: a version 5 ask, its Max column nil.
+func goldenAskV5() *counter.Ask {
+	a := goldenAsk()
+	a.Lead = 180 * time.Millisecond
+	return a
+}
+
 // TestCoordinationGoldens pins the bytes of the ask, answer and release
 // messages, as TestWireGoldens does for the sync kinds: ask, answer and
-// release at version 3 (an ask that states no max is version 3, byte for
-// byte as before version 4, and so is every release), ask_v4 and
-// answer_v4 at coordVersion.
+// release at version 3 (an ask that states no max and has no lead is
+// version 3, byte for byte as before version 4, and so is every release),
+// ask_v4 and answer_v4 at coordVersionMax (an ask that states a max and
+// has no lead is version 4, byte for byte as before version 5), ask_v5
+// (a lead, no max) and answer_v5 at coordVersion.
 func TestCoordinationGoldens(t *testing.T) {
 	h := newHandle(1024)
 	sent := time.UnixMilli(1_800_000_000_123)
@@ -68,34 +78,58 @@ func TestCoordinationGoldens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ansV4, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
+	ansV4, err := encodeAnswer(h, coordVersionMax, "k", sent, 42, answerDecided, false, goldenResults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel, "ask_v4": askV4, "answer_v4": ansV4} {
+	askV5, err := encodeAsk(h, "n1", sent, 42, goldenAskV5())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ansV5, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"ask": ask, "answer": ans, "release": rel, "ask_v4": askV4, "answer_v4": ansV4, "ask_v5": askV5, "answer_v5": ansV5} {
 		t.Run(name, func(t *testing.T) { checkWireGolden(t, name, got) })
 	}
 }
 
-// TestCoordinationRoundTrip: what is encoded decodes to the same ask,
+// TestCoordinationRoundTrip: what is encoded decodes to the same ask (in
+// each version an encoder sends: no max nor lead, a max, a lead, both),
 // answer and release.
 func TestCoordinationRoundTrip(t *testing.T) {
 	h := newHandle(1024)
 	sent := time.UnixMilli(1_800_000_000_123)
 	want := goldenAsk()
-	b, err := encodeAsk(h, "n1", sent, 42, want)
-	if err != nil {
-		t.Fatal(err)
+	leadAndMax := goldenAskV4()
+	leadAndMax.Lead = 7 * time.Millisecond
+	for _, tc := range []struct {
+		ask     *counter.Ask
+		version uint8
+	}{
+		{want, coordVersionLeases},
+		{goldenAskV4(), coordVersionMax},
+		{goldenAskV5(), coordVersion},
+		{leadAndMax, coordVersion},
+	} {
+		b, err := encodeAsk(h, "n1", sent, 42, tc.ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got counter.Ask
+		from, sentMs, id, version, err := decodeAsk(h, b, DefaultDecodeLimits(), &got)
+		if err != nil || from != "n1" || sentMs != sent.UnixMilli() || id != 42 || version != tc.version {
+			t.Fatalf("decodeAsk: %q %d %d version %d (want %d) %v", from, sentMs, id, version, tc.version, err)
+		}
+		if len(got.Max) == 0 && tc.ask.Max == nil {
+			got.Max = nil // decoded as empty
+		}
+		if !reflect.DeepEqual(&got, tc.ask) {
+			t.Fatalf("ask\n got %+v\nwant %+v", got, *tc.ask)
+		}
 	}
-	var got counter.Ask
-	from, sentMs, id, _, err := decodeAsk(h, b, DefaultDecodeLimits(), &got)
-	if err != nil || from != "n1" || sentMs != sent.UnixMilli() || id != 42 {
-		t.Fatalf("decodeAsk: %q %d %d %v", from, sentMs, id, err)
-	}
-	if !reflect.DeepEqual(&got, want) {
-		t.Fatalf("ask\n got %+v\nwant %+v", got, *want)
-	}
-	b, err = encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
+	b, err := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, false, goldenResults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,10 +194,16 @@ func FuzzDecodeCoordination(f *testing.F) {
 	ans, _ := encodeAnswer(h, coordVersion, "k", sent, 42, answerDecided, true, goldenResults())
 	rel, _ := encodeRelease(h, "n1", sent, 42, goldenAsk())
 	askV4, _ := encodeAsk(h, "n1", sent, 42, goldenAskV4())
+	askV5, _ := encodeAsk(h, "n1", sent, 42, goldenAskV5())
+	leadAndMax := goldenAskV4()
+	leadAndMax.Lead = 7 * time.Millisecond
+	askV5Max, _ := encodeAsk(h, "n1", sent, 42, leadAndMax)
 	f.Add(ask)
 	f.Add(ans)
 	f.Add(rel)
 	f.Add(askV4)
+	f.Add(askV5)
+	f.Add(askV5Max)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
@@ -176,7 +216,7 @@ func FuzzDecodeCoordination(f *testing.F) {
 				t.Fatal(err)
 			}
 			var back counter.Ask
-			if _, _, _, _, err := decodeAsk(h, re, lim, &back); err != nil || !reflect.DeepEqual(back.Limits, a.Limits) || back.Key != a.Key || len(back.Entries) != len(a.Entries) {
+			if _, _, _, _, err := decodeAsk(h, re, lim, &back); err != nil || !reflect.DeepEqual(back.Limits, a.Limits) || back.Key != a.Key || len(back.Entries) != len(a.Entries) || back.Lead != a.Lead {
 				t.Fatalf("ask round trip: %+v vs %+v, %v", back, a, err)
 			}
 		}
@@ -225,7 +265,7 @@ func TestCoordinationVersion2(t *testing.T) {
 		}
 	}
 	// And a version 3 answer carries the leases.
-	ans, _ = encodeAnswer(h, coordVersion, "k", sent, id, answerDecided, true, goldenResults())
+	ans, _ = encodeAnswer(h, coordVersionLeases, "k", sent, id, answerDecided, true, goldenResults())
 	if got, err := decodeAnswer(h, ans, DefaultDecodeLimits()); err != nil || got.Results[1].Lease != 27 {
 		t.Fatalf("version 3 answer: %+v %v", got, err)
 	}

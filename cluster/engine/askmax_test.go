@@ -16,11 +16,12 @@ import (
 func v3Decodes(v uint8) bool { return v == 2 || v == 3 }
 
 // TestCoordinationVersion4 is the mixed-version rule of doc.go ("Wire
-// format and versions"): an ask that states no max is version 3, so a
-// version 3 coordinator decides it, and is answered in version 3; an ask
-// that states one is version 4, which a version 3 node drops as of an
-// unknown version; a release is version 3 whatever the ask. A version 4
-// ask round-trips with its maxes, and is answered in version 4.
+// format and versions"): an ask that states no max (and has no lead) is
+// version 3, so a version 3 coordinator decides it, and is answered in
+// version 3; an ask that states one is version 4 (coordVersionMax), which
+// a version 3 node drops as of an unknown version; a release is version 3
+// whatever the ask. A version 4 ask round-trips with its maxes, and is
+// answered in version 4.
 func TestCoordinationVersion4(t *testing.T) {
 	h := newHandle(1024)
 	sent := time.UnixMilli(1_800_000_000_123)
@@ -32,7 +33,7 @@ func TestCoordinationVersion4(t *testing.T) {
 	}{
 		{"no max", goldenAsk(), coordVersionLeases},
 		{"zero maxes", func() *counter.Ask { a := goldenAsk(); a.Max = []int64{0, 0}; return a }(), coordVersionLeases},
-		{"a max", goldenAskV4(), coordVersion},
+		{"a max", goldenAskV4(), coordVersionMax},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := encodeAsk(h, "n1", sent, 42, tc.ask)
@@ -78,9 +79,11 @@ func TestCoordinationVersion4(t *testing.T) {
 			}
 		})
 	}
-	// Malformed version 4 asks: maxes not parallel to the limits, out of
-	// range, or in an older version.
+	// Malformed version 4 asks (16 fields, as askV4): maxes not parallel
+	// to the limits, out of range, or in an older version. Unedited, the
+	// ask decodes.
 	for name, edit := range map[string]func(m *askMsg){
+		"unedited":   func(*askMsg) {},
 		"short":      func(m *askMsg) { m.Max = m.Max[:1] },
 		"negative":   func(m *askMsg) { m.Max[0] = -1 },
 		"too large":  func(m *askMsg) { m.Max[0] = counter.MaxLimit + 1 },
@@ -89,18 +92,24 @@ func TestCoordinationVersion4(t *testing.T) {
 	} {
 		m := askMsgOf(t, h, goldenAskV4())
 		edit(&m)
-		b, err := encodeBody(h, kindAsk, &m)
+		b, err := encodeBody(h, kindAsk, m.v4())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var a counter.Ask
-		if _, _, _, _, err := decodeAsk(h, b, lim, &a); !errors.Is(err, ErrMalformed) {
+		_, _, _, _, err = decodeAsk(h, b, lim, &a)
+		if name == "unedited" {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		} else if !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want ErrMalformed", name, err)
 		}
 	}
 }
 
-// askMsgOf decodes the message of an encoded ask, to edit it.
+// askMsgOf decodes the message of an encoded ask, to edit it (encode
+// m.v4() for a body of 16 fields, m for 17).
 func askMsgOf(t *testing.T, h *codec.MsgpackHandle, a *counter.Ask) askMsg {
 	t.Helper()
 	b, err := encodeAsk(h, "n1", time.UnixMilli(1_800_000_000_123), 42, a)
@@ -139,7 +148,8 @@ func TestNewerAskIsAVersionMismatch(t *testing.T) {
 // TestEngineCoordinatesStatedLimit: a check of a family's limit (a limit
 // the caller stated, counter.Family) goes to the key's coordinator, which
 // never checked that (window, slices) pair itself: the version 4 ask
-// carries the max, the coordinator registers the pair on first sight and
+// (coordVersionMax: the nodes share a clock, so it has no lead) carries
+// the max, the coordinator registers the pair on first sight and
 // decides with the asker's max, and denies past it.
 func TestEngineCoordinatesStatedLimit(t *testing.T) {
 	a, k := newCoordNode(t, "a", 2), newCoordNode(t, "k", 2)
@@ -173,8 +183,8 @@ func TestEngineCoordinatesStatedLimit(t *testing.T) {
 			t.Fatalf("Ask: %+v %v", asked, err)
 		}
 		var m askV3
-		if err := decodeBody(a.e.h, asked.Out.Msgs[0], &m); err != nil || m.Version != coordVersion {
-			t.Fatalf("ask of version %d, want %d (%v)", m.Version, coordVersion, err)
+		if err := decodeBody(a.e.h, asked.Out.Msgs[0], &m); err != nil || m.Version != coordVersionMax {
+			t.Fatalf("ask of version %d, want %d (%v)", m.Version, coordVersionMax, err)
 		}
 		rcv, err := k.receive(t, now, asked.Out.Msgs[0])
 		if err != nil || len(rcv.Out) != 1 {

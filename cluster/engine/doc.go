@@ -319,6 +319,27 @@
 // -test-clock-offset shifts a node's whole clock (Config.Now and the
 // decisions' clock) to test this.
 //
+// A node whose clock runs ahead of its peers' by d, within MaxClockOffset,
+// sees each of their slices leave its window d early. With every change
+// broadcast its peers, on their clocks, deny first when the window is
+// full, but a routed key's coordinator, and any coordinator's answer at
+// the margin, would grant into that room d early (docs/faults.md,
+// scenario 5: 1.16–1.18 × the limit routed at 200 ms). So the askers tell
+// it: an ask states how far the clock of the node that will decide it
+// runs ahead of the asker's, at least (counter.Ask.Lead: the largest
+// offset of that node's messages over the last one to two anti-entropy
+// intervals, each the clocks' difference less a delay, so never more than
+// the truth; 0 when behind or unknown), and each Tick sets the counter's
+// clock lead (counter.SetClockLead) to the least its up askers reported
+// in the last 10 s (leadReportAge), at most MaxClockOffset: it then judges
+// its windows on its askers' time. The least, because every asker's
+// report is a bound for that asker alone; on one clock every report is 0
+// and nothing changes, whatever the delays (the offset a node's own
+// estimate of its peers shows, which a delay makes look like a lead, is
+// not used: a node that decided at its peers' median offset behind
+// denied compliant clients on a network with 50 ms of latency). The
+// metric limiterd_cluster_clock_lead_seconds shows the lead taken.
+//
 // # Reset
 //
 // A reset of a key (the admin listener's DELETE) erases the key's counts
@@ -351,8 +372,8 @@
 // 'W' an answer to forward, the relay envelopes) and a msgpack array whose
 // first field is the version: wireVersion, 2, for the sync kinds (1
 // before keys were coded against the one before them and starts sent as
-// ages: codec.go), coordVersion, 4, for the coordination kinds that need
-// it (3 before stated maxes, 2 before leases), resetVersion, 1, for the
+// ages: codec.go), coordVersion, 5, for the coordination kinds that need
+// it (4 before leads, 3 before stated maxes, 2 before leases), resetVersion, 1, for the
 // reset kinds, silentVersion, 1, for the notice, and relayVersion, 1,
 // for the envelopes, whose last field is the message they carry, whole.
 // The bytes of each
@@ -360,7 +381,8 @@
 // rewrites them), so that a change of the format is deliberate: delta,
 // state, hello and heartbeat are sync version 1, delta_v2 and the others
 // version 2; ask, answer and release are version 3, ask_v4 and answer_v4
-// version 4, ask_v2 and answer_v2 version 2.
+// version 4, ask_v5 and answer_v5 version 5, ask_v2 and answer_v2
+// version 2.
 //
 // The sync and coordination kinds are written and read by a small msgpack
 // writer and reader for their fixed schemas (msgpack.go, askcodec.go), not
@@ -412,6 +434,18 @@
 //     and its misses fail it over as for version 2 above; between version
 //     4 nodes both bounds hold for them as for a rule's. A version 4
 //     node answers each ask in its version.
+//
+//   - Coordination, 4 and 5: version 5 adds the lead the asker measured
+//     of the clock of the node that decides the ask (counter.Ask.Lead,
+//     "Clock skew"). A node states that it decodes version 5 in its
+//     membership metadata ("coord=5"; a release before it states none,
+//     SetPeerCoordVersion), and an ask states a lead only when it has one
+//     and every node that may decide it (the one asked, and the
+//     coordinator it may pass the ask on to) states version 5; every
+//     other ask is encoded as version 3 or 4, byte for byte as before. So
+//     a version 4 node never gets a version 5 ask, and is judged on its
+//     own clock as before: a coordinator of version 4 ahead of its peers
+//     keeps the price of its offset until it is upgraded.
 //
 //   - Coordination, 1 and later: a version 1 node drops every
 //     coordination kind (unknown kinds), so the keys it coordinates get

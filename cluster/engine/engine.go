@@ -402,6 +402,10 @@ type peer struct {
 	told        bool             // its failover was told to the peers, or by one, since it was last heard (silence.go)
 	toldAt      time.Time        // when this node last told the peers it failed it over
 	noRelay     bool             // it does not decode the relay envelopes (SetPeerRelays)
+	noLead      bool             // it does not decode version 5 asks, which state a lead (SetPeerCoordVersion)
+	leadSet     bool             // leadMs is set
+	leadMs      int64            // the lead of this node's clock its last ask decided here reported (counter.Ask.Lead)
+	leadAt      time.Time        // when that ask was decided
 	lastCoord   time.Time        // its last coordination message, answers forwarded through this node included (heard)
 	// decodes is the newest sync version it decodes (SetPeerSyncVersion);
 	// 0 when not told, taken as wireVersion.
@@ -590,8 +594,11 @@ func floorDivInt(a, b int64) int64 {
 // changes since the previous Tick and returns them as deltas for every
 // up peer, and when anti-entropy is due the hot keys' slices or a
 // heartbeat. The counter starts a new budget interval even when no peer
-// is up. Ticks are serialized; Receive may run concurrently.
+// is up. It also sets the counter's clock lead to what this node's askers
+// report of its clock (counter.SetClockLead, skew.go). Ticks are
+// serialized; Receive may run concurrently.
 func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
+	e.setClockLead(now)
 	peers := e.upPeers()
 	every := e.SyncInterval()
 	e.tickMu.Lock()

@@ -278,6 +278,7 @@ func (e *Engine) answerAsk(now time.Time, b []byte, via string) (Received, error
 			e.Stats.SkewedMessages.Add(1)
 		} else {
 			e.Stats.AsksAnswered.Add(1)
+			e.noteLead(now, from, a.Lead)
 			if d, cerr := e.c.Coordinate(now, from, id, a, res); cerr == nil {
 				status, allowed = answerDecided, d.Allowed
 			}

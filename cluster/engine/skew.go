@@ -52,6 +52,124 @@ func (c *clockEstimate) observe(now time.Time, every time.Duration, offsetMs int
 	return c.cur
 }
 
+// at returns the estimate as of now (ms): the largest offset of the
+// bucket now falls in and of the one before, as observe last returned
+// it, or false when the peer sent nothing in either (an estimate older
+// than that says little of its clock now).
+func (c *clockEstimate) at(now time.Time, every time.Duration) (int64, bool) {
+	b := floorDivInt(now.UnixMilli(), max(every.Milliseconds(), 1))
+	switch {
+	case !c.set || b < c.bucket || b > c.bucket+1:
+		return 0, false
+	case b == c.bucket && c.prevSet:
+		return max(c.cur, c.prev), true
+	}
+	return c.cur, true
+}
+
+// leadOf returns the lead to state in an ask that the nodes in deciders
+// may decide (counter.Ask.Lead): how far the clock of each runs ahead of
+// this node's, at least, the least of them. A message's offset is the
+// clocks' difference less its delay, and a delay is never negative, so
+// the largest recent offset (clockEstimate) is at most the true lead: a
+// coordinator that judges its window as of its now less it never judges
+// it later than the asker's time, and so never keeps a slice the asker's
+// clock has already let go (NFR2). On one clock the lead is 0 whatever
+// the delays. 0 also when one of them has no recent estimate, is this
+// node, does not decode version 5 asks (SetPeerCoordVersion), or is
+// behind; at most MaxClockOffset (a peer further ahead is skewed, and its
+// asks are not decided). Under e.mu.
+func (e *Engine) leadOf(now time.Time, deciders ...string) time.Duration {
+	lead := int64(-1)
+	for _, name := range deciders {
+		p := e.peers[name]
+		if p == nil || p.noLead {
+			return 0
+		}
+		off, ok := p.clock.at(now, e.cfg.AntiEntropyInterval)
+		if !ok || off <= 0 {
+			return 0
+		}
+		if lead < 0 || off < lead {
+			lead = off
+		}
+	}
+	d := time.Duration(max(lead, 0)) * time.Millisecond
+	if e.cfg.MaxClockOffset > 0 {
+		d = min(d, e.cfg.MaxClockOffset)
+	}
+	return d
+}
+
+// leadReportAge is how long the lead an asker reported counts
+// (clockLead): a clock's offset changes slowly, and the askers of a key
+// at its limit ask every few seconds or more often.
+const leadReportAge = 10 * time.Second
+
+// noteLead records the lead of this node's clock that from's ask
+// reported (counter.Ask.Lead; 0 from an ask of a version before 5, or of
+// a node that does not see this one ahead).
+func (e *Engine) noteLead(now time.Time, from string, lead time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peer(from)
+	p.leadSet, p.leadMs, p.leadAt = true, max(lead.Milliseconds(), 0), now
+}
+
+// clockLead returns the lead of this node's clock over its askers': the
+// least that the up peers whose asks it decided in the last
+// leadReportAge reported, at most MaxClockOffset; 0 when none did. Each
+// is at most the true lead over that peer (leadOf), so the least is at
+// most the lead over every one of them: judging windows that much later
+// (counter.SetClockLead) keeps no slice longer than its origin's clock
+// does, for every peer that asks. Under e.mu.
+func (e *Engine) clockLead(now time.Time) time.Duration {
+	least := int64(-1)
+	for _, p := range e.peers {
+		if !p.Up || !p.leadSet || now.Sub(p.leadAt) > leadReportAge || now.Before(p.leadAt) {
+			continue
+		}
+		if least < 0 || p.leadMs < least {
+			least = p.leadMs
+		}
+	}
+	d := time.Duration(max(least, 0)) * time.Millisecond
+	if e.cfg.MaxClockOffset > 0 {
+		d = min(d, e.cfg.MaxClockOffset)
+	}
+	return d
+}
+
+// setClockLead sets the counter's clock lead (counter.SetClockLead) to
+// what this node's askers reported (clockLead); Tick calls it.
+func (e *Engine) setClockLead(now time.Time) {
+	e.mu.Lock()
+	lead := e.clockLead(now)
+	e.mu.Unlock()
+	if lead != e.c.ClockLead() {
+		e.c.SetClockLead(lead)
+	}
+}
+
+// SetPeerCoordVersion records the newest coordination version the peer
+// name decodes, as its membership metadata states it ("coord=5"; 0 for a
+// release before version 5, which states none). Asks to a peer of a
+// version before 5 state no lead, so that they keep the layout it
+// decodes. A peer never told is taken to decode them (the simulator's
+// and the tests' engines are all of this release).
+func (e *Engine) SetPeerCoordVersion(name string, v uint8) {
+	if name == e.cfg.Self {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.peer(name).noLead = v < coordVersion
+}
+
+// CoordVersion is the newest coordination version this release decodes,
+// which a node states in its membership metadata (SetPeerCoordVersion).
+const CoordVersion = coordVersion
+
 // skewNote is what one message changed in a peer's skew, to be logged
 // outside the engine's lock.
 type skewNote struct {

@@ -314,7 +314,11 @@ func coordinatorCut(t *testing.T, args ...string) {
 
 // TestFaultClockSkew is scenario 5: one node of 8 whose clock is ahead by
 // 50 ms, 200 ms and 2 s in turn (limiterd -test-clock-offset), under load.
-// Its peers' offset metric shows the offset. Within -max-clock-offset
+// Its peers' offset metric shows the offset, and its own clock lead metric
+// what the peers that ask it measured of it, at most the offset: it
+// judges its windows that much later (counter.SetClockLead), so that as a
+// coordinator it does not grant into room its peers' slices leave early
+// on its clock. Within -max-clock-offset
 // (1 s) its counts are merged as they are: NFR1 holds, no compliant client
 // is denied, and the oracle counts the denials of abusive clients that the
 // offset's late room makes false; past it
@@ -342,6 +346,11 @@ func TestFaultClockSkew(t *testing.T) {
 		// delivery.
 		seen := time.Duration(c.Procs[0].Metric(t, "limiterd_cluster_clock_offset_seconds", "peer", "node-7") * float64(time.Second))
 		refused := sumMetric(t, c.Procs[:7], "limiterd_sync_skewed_messages_total") - refused0
+		// The lead its askers tell the node ahead it has, by which it
+		// judges its windows later (counter.SetClockLead), and node 0's,
+		// on true time.
+		lead := time.Duration(skewed.Metric(t, "limiterd_cluster_clock_lead_seconds") * float64(time.Second))
+		lead0 := time.Duration(c.Procs[0].Metric(t, "limiterd_cluster_clock_lead_seconds") * float64(time.Second))
 		// The skewed node's own checks at the margin that its budget
 		// decided, its coordinators not answering (past the threshold they
 		// answer it undecided).
@@ -354,9 +363,18 @@ func TestFaultClockSkew(t *testing.T) {
 			"offset node-0 sees", seen.Round(time.Millisecond), "5xx", v.fiveXX, "unanswered", v.noAnswer,
 			"compliant denied", v.compliantDenied, "false rejections (oracle)", v.falseRejections,
 			"worst ratio", v.worst, "messages refused as skewed", refused, "node-0 warned", warned,
+			"node-7's clock lead", lead.Round(time.Millisecond), "node-0's", lead0.Round(time.Millisecond),
 			"checks node-7 decided by the budget (since its start)", budget)
 		if seen > off || seen < off-500*time.Millisecond {
 			t.Errorf("node-0 sees node-7's clock %v ahead, want a little under %v", seen, off)
+		}
+		// A lead is at most the true one (every report is the clocks'
+		// difference less a delay), and no more than -max-clock-offset.
+		if lead > min(off, time.Second) || lead0 != 0 {
+			t.Errorf("clock leads: node-7 %v (ahead by %v, -max-clock-offset 1s), node-0 %v (want 0)", lead, off, lead0)
+		}
+		if off == 200*time.Millisecond && lead < off/2 {
+			t.Errorf("node-7, %v ahead, takes a clock lead of %v only", off, lead)
 		}
 		// NFR2 is the compliant clients': never denied. The oracle's false
 		// rejections of the abusive ones are the skew's price, reported:

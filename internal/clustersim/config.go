@@ -41,6 +41,10 @@ type Config struct {
 	// Skew spreads the nodes' clocks: node i reads true time plus an
 	// offset evenly spread over [-Skew, +Skew] (node 0 at -Skew).
 	Skew time.Duration
+	// Ahead sets node 0's clock ahead of true time by this much more
+	// (negative: behind), on top of Skew: one node's clock off, as fault
+	// scenario 5 of e2e/faults sets it (-test-clock-offset).
+	Ahead time.Duration
 	// Uncoordinated turns off counter.ClusterConfig.Coordinated (on in
 	// production): every check is decided on the node it reaches, past its
 	// share by the budget alone. The design limiterd had before the
@@ -174,6 +178,9 @@ func (c Config) Validate() error {
 	if c.Skew < 0 || c.Skew%time.Millisecond != 0 || c.Skew > time.Hour {
 		bad("skew must be a whole number of milliseconds between 0 and 1h, got %v", c.Skew)
 	}
+	if c.Ahead%time.Millisecond != 0 || c.Ahead > time.Hour || c.Ahead < -time.Hour {
+		bad("ahead must be a whole number of milliseconds between -1h and 1h, got %v", c.Ahead)
+	}
 	if !(c.Loss >= 0 && c.Loss < 1) {
 		bad("loss must be a probability in [0, 1), got %v", c.Loss)
 	}
@@ -191,13 +198,18 @@ func (c Config) Validate() error {
 }
 
 // skewOffset is node i's clock offset in ms: -Skew for node 0, +Skew for
-// the last node, evenly spread in between (rounded towards zero).
+// the last node, evenly spread in between (rounded towards zero), and
+// Ahead more for node 0.
 func (c Config) skewOffset(i int) int64 {
+	var ahead int64
+	if i == 0 {
+		ahead = c.Ahead.Milliseconds()
+	}
 	if c.Nodes == 1 {
-		return 0
+		return ahead
 	}
 	d := c.Skew.Milliseconds()
-	return (-d*int64(c.Nodes-1) + 2*d*int64(i)) / int64(c.Nodes-1)
+	return ahead + (-d*int64(c.Nodes-1)+2*d*int64(i))/int64(c.Nodes-1)
 }
 
 // newCounter returns a node's counter, limiterd's defaults with the
