@@ -405,7 +405,7 @@ type peer struct {
 	noLead      bool             // it does not decode version 5 asks, which state a lead (SetPeerCoordVersion)
 	leadSet     bool             // leadMs is set
 	leadMs      int64            // the lead of this node's clock its last ask decided here reported (counter.Ask.Lead)
-	leadAt      time.Time        // when that ask was decided
+	leadAtMs    int64            // when that ask was decided, unix ms
 	lastCoord   time.Time        // its last coordination message, answers forwarded through this node included (heard)
 	// decodes is the newest sync version it decodes (SetPeerSyncVersion);
 	// 0 when not told, taken as wireVersion.

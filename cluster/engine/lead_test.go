@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -38,20 +36,7 @@ func TestCoordinatorAheadTakesItsAskersLead(t *testing.T) {
 		{"ahead past MaxClockOffset", 2 * time.Second, 0, time.Second, coordVersion, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mk := func(name string, off time.Duration) *skewNode {
-				sn := &skewNode{logs: new(bytes.Buffer), off: off}
-				sn.testNode = newTestNodeWith(t, name, 2, 10, func(cfg *Config) {
-					cfg.MaxClockOffset = time.Second
-					cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
-				})
-				cc, _ := sn.c.Cluster()
-				cc.Coordinated = true
-				if err := sn.c.SetCluster(cc); err != nil {
-					t.Fatal(err)
-				}
-				return sn
-			}
-			a, k := mk("a", 0), mk("k", tc.off)
+			a, k := newCoordinatedSkewNode(t, "a", 0), newCoordinatedSkewNode(t, "k", tc.off)
 			if tc.coordV != 0 {
 				a.e.SetPeerCoordVersion("k", tc.coordV)
 			}

@@ -113,7 +113,7 @@ func (e *Engine) noteLead(now time.Time, from string, lead time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.peer(from)
-	p.leadSet, p.leadMs, p.leadAt = true, max(lead.Milliseconds(), 0), now
+	p.leadSet, p.leadMs, p.leadAtMs = true, max(lead.Milliseconds(), 0), now.UnixMilli()
 }
 
 // clockLead returns the lead of this node's clock over its askers': the
@@ -126,7 +126,7 @@ func (e *Engine) noteLead(now time.Time, from string, lead time.Duration) {
 func (e *Engine) clockLead(now time.Time) time.Duration {
 	least := int64(-1)
 	for _, p := range e.peers {
-		if !p.Up || !p.leadSet || now.Sub(p.leadAt) > leadReportAge || now.Before(p.leadAt) {
+		if age := now.UnixMilli() - p.leadAtMs; !p.Up || !p.leadSet || age > leadReportAge.Milliseconds() || age < 0 {
 			continue
 		}
 		if least < 0 || p.leadMs < least {

@@ -29,6 +29,23 @@ func newSkewNode(t *testing.T, name string, off time.Duration) *skewNode {
 	return sn
 }
 
+// newCoordinatedSkewNode is newSkewNode of a coordinated two-node cluster
+// with a limit of 10, whose checks at the margin ask the key's coordinator.
+func newCoordinatedSkewNode(t *testing.T, name string, off time.Duration) *skewNode {
+	t.Helper()
+	sn := &skewNode{logs: new(bytes.Buffer), off: off}
+	sn.testNode = newTestNodeWith(t, name, 2, 10, func(cfg *Config) {
+		cfg.MaxClockOffset = time.Second
+		cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
+	})
+	cc, _ := sn.c.Cluster()
+	cc.Coordinated = true
+	if err := sn.c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
 // now is the node's clock at true time ms.
 func (sn *skewNode) now(ms int64) time.Time { return at(ms).Add(sn.off) }
 
@@ -265,20 +282,7 @@ func TestSkewedPeersAskIsNotDecided(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.off), func(t *testing.T) {
 			var answers []Answer
-			mk := func(name string, off time.Duration) *skewNode {
-				sn := &skewNode{logs: new(bytes.Buffer), off: off}
-				sn.testNode = newTestNodeWith(t, name, 2, 10, func(cfg *Config) {
-					cfg.MaxClockOffset = time.Second
-					cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
-				})
-				cc, _ := sn.c.Cluster()
-				cc.Coordinated = true
-				if err := sn.c.SetCluster(cc); err != nil {
-					t.Fatal(err)
-				}
-				return sn
-			}
-			a, k := mk("a", tc.off), mk("k", 0)
+			a, k := newCoordinatedSkewNode(t, "a", tc.off), newCoordinatedSkewNode(t, "k", 0)
 			skewUp(t, 0, a, k)
 			key := "x"
 			for i := 0; a.e.Coordinator(a.now(0), key) != "k"; i++ {

@@ -2,12 +2,10 @@ package clustersim
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
-	"github.com/limiterd/limiterd/limiter"
 )
 
 // TestOneClockAheadKeepsTheBound is fault scenario 5 of e2e/faults on the
@@ -43,25 +41,7 @@ func TestOneClockAheadKeepsTheBound(t *testing.T) {
 				if err := s.Start(0); err != nil {
 					t.Fatal(err)
 				}
-				rng := rand.New(rand.NewPCG(seed, 3))
-				admitted := map[string][]int64{}
-				var d limiter.Decision
-				for ms := int64(0); ms < 60_000; ms += 2 {
-					key := fmt.Sprint("c", rng.IntN(16))
-					if err := s.Check(ms, key, rng.IntN(sc.Nodes), 1, &d); err != nil {
-						t.Fatal(err)
-					}
-					if d.Allowed {
-						admitted[key] = append(admitted[key], ms)
-					}
-				}
-				if _, err := s.Finish(); err != nil {
-					t.Fatal(err)
-				}
-				worst := 0
-				for _, at := range admitted {
-					worst = max(worst, MaxInWindow(at, sc.Window.Milliseconds()))
-				}
+				worst, _ := hotKeysMinute(t, s, seed)
 				bound := sc.Limit * 11 / 10
 				t.Logf("worst window %d of %d (%.2f ×); node 0's clock lead %v", worst, sc.Limit, float64(worst)/float64(sc.Limit), s.Node(0).Counter().ClockLead())
 				if int64(worst) > bound {

@@ -2,12 +2,10 @@ package clustersim
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/limiterd/limiterd/counter"
-	"github.com/limiterd/limiterd/limiter"
 )
 
 // TestRoutedLossStaysWithinTheBudgetBound is fault scenario 2 of
@@ -38,27 +36,8 @@ func TestRoutedLossStaysWithinTheBudgetBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.SetCut(func(from, to int) bool { return from == 1 && to == 2 })
-			rng := rand.New(rand.NewPCG(seed, 3))
-			admitted := map[string][]int64{}
-			var d limiter.Decision
-			for ms := int64(0); ms < 60_000; ms += 2 {
-				key := fmt.Sprint("c", rng.IntN(16))
-				if err := s.Check(ms, key, rng.IntN(sc.Nodes), 1, &d); err != nil {
-					t.Fatal(err)
-				}
-				if d.Allowed {
-					admitted[key] = append(admitted[key], ms)
-				}
-			}
-			st, err := s.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
+			worst, st := hotKeysMinute(t, s, seed)
 			bound := sc.Bound().Fallback
-			worst := 0
-			for _, at := range admitted {
-				worst = max(worst, MaxInWindow(at, sc.Window.Milliseconds()))
-			}
 			t.Logf("worst window %d of %d (%.2f ×), bound %d; %d checks fell back", worst, sc.Limit, float64(worst)/float64(sc.Limit), bound, st.Fallback)
 			if st.Fallback == 0 {
 				t.Fatal("nothing fell back: the loss does not show")

@@ -1,0 +1,37 @@
+package clustersim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/limiterd/limiterd/limiter"
+)
+
+// hotKeysMinute runs the fault lab's load on s, started: for a minute, a
+// check every 2 ms of one of 16 keys at a node drawn at random (seeded),
+// about five times each key's limit of 50 per 10 s. It finishes s and
+// returns the most any key admitted in a window and the run's stats.
+func hotKeysMinute(t *testing.T, s *Cluster, seed uint64) (worst int, st Stats) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	admitted := map[string][]int64{}
+	var d limiter.Decision
+	for ms := int64(0); ms < 60_000; ms += 2 {
+		key := fmt.Sprint("c", rng.IntN(16))
+		if err := s.Check(ms, key, rng.IntN(s.Len()), 1, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted[key] = append(admitted[key], ms)
+		}
+	}
+	st, err := s.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range admitted {
+		worst = max(worst, MaxInWindow(at, s.Config().Window.Milliseconds()))
+	}
+	return worst, st
+}
