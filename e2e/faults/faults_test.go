@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/internal/nodetest"
+	"github.com/limiterd/limiterd/limiter/envoyrules"
 )
 
 // TestFaultPartition is scenario 1 of docs/faults.md: 8 nodes cut into 5 + 3
@@ -18,7 +21,25 @@ import (
 // sum of what the two sides admitted: nothing lost, nothing twice.
 func TestFaultPartition(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
-	c := startLab(t, 8)
+	partition(t, false)
+}
+
+// TestFaultPartitionRouted is TestFaultPartition with every key synced to
+// its coordinator alone (-sync-routing always), the probe key's too: each
+// side's nodes send their changes to the side's coordinator of the key,
+// and after the heal to the key's coordinator, which then counts the
+// probe checks of both sides, nothing twice. Only it knows the key's total
+// (a routed key's other nodes keep their own counts): the test reads the
+// most any node counts.
+func TestFaultPartitionRouted(t *testing.T) {
+	t.Parallel()
+	partition(t, true, "-sync-routing", "always")
+}
+
+// partition is TestFaultPartition with args added to every node's flags;
+// routed: the probe key converges on its coordinator alone.
+func partition(t *testing.T, routed bool, args ...string) {
+	c := startLab(t, 8, args...)
 	a, b := []int{0, 1, 2, 3, 4}, []int{5, 6, 7}
 	cs := clients(8, 4)
 	run := drive(t, c, 80*time.Second, cs)
@@ -43,23 +64,32 @@ func TestFaultPartition(t *testing.T) {
 	healed := time.Now()
 	// The halves see each other: every node all 8 members alive.
 	rejoin := c.WaitAlive(c.Procs, 8, 60*time.Second)
-	// Every node counts 10 + 30 + 20 checks of the probe key.
-	var converged time.Duration
-	nodetest.Eventually(t, "every node counts the 60 probe checks of both sides", 60*time.Second, func() bool {
+	// Every node (routed: the key's coordinator) counts 10 + 30 + 20
+	// checks of the probe key.
+	counts := func() (least, most int64) {
+		least = math.MaxInt64
 		for _, p := range c.Procs {
-			if convSeen(t, p, "p") != 60 {
-				return false
-			}
+			n := convSeen(t, p, "p")
+			least, most = min(least, n), max(most, n)
 		}
-		converged = time.Since(healed)
-		return true
+		return least, most
+	}
+	converges := func() bool {
+		least, most := counts()
+		return most == 60 && (routed || least == 60)
+	}
+	var converged time.Duration
+	nodetest.Eventually(t, "every node (routed: the key's coordinator) counts the 60 probe checks of both sides", 60*time.Second, func() bool {
+		if converges() {
+			converged = time.Since(healed)
+			return true
+		}
+		return false
 	})
 	// And none counts more: nothing twice (a second look, after more syncs).
 	time.Sleep(2 * time.Second)
-	for _, p := range c.Procs {
-		if n := convSeen(t, p, "p"); n != 60 {
-			t.Errorf("%s counts %d probe checks after the heal, want 60", p.Name, n)
-		}
+	if least, most := counts(); !converges() {
+		t.Errorf("after the heal nodes count %d to %d probe checks, want 60 (routed: at most 60, and 60 on the coordinator)", least, most)
 	}
 	run.wait()
 	during := run.judge(cs, cutAt, healed, nil)
@@ -69,7 +99,7 @@ func TestFaultPartition(t *testing.T) {
 	t.Logf("during the cut: %v", during)
 	t.Logf("from a window after the counts converged: %v", after)
 	t.Logf("whole run: %v", all)
-	nodetest.Figures(t, "1 partition 5+3 for 30 s",
+	nodetest.Figures(t, "1 partition 5+3 for 30 s"+scenarioNote(args),
 		"5xx", all.fiveXX, "unanswered", all.noAnswer, "compliant denied", all.compliantDenied,
 		"false rejections (oracle)", all.falseRejections, "worst ratio during", during.worst,
 		"worst ratio from a window after convergence", after.worst, "max latency during", during.max.Round(time.Millisecond),
@@ -163,8 +193,34 @@ func TestFaultLoss(t *testing.T) {
 // default 600 per 60 s, within NFR1's 1.1).
 func TestFaultRestarts(t *testing.T) {
 	t.Parallel() // each in a lab of its own; mostly waiting
-	c := startLab(t, 8)
+	restarts(t, false)
+}
+
+// TestFaultRestartsRouted is TestFaultRestarts with every key synced to
+// its coordinator alone (-sync-routing always), the probe key's too, whose
+// coordinator is one of the restarted nodes: only it knows the key's
+// total, so a restarted node takes checks again once the most any node
+// counts is every probe check, and, if it is the probe key's coordinator,
+// once it counts them all itself, learnt back from the node that holds
+// them: nothing lost, and never more than were made (nothing twice).
+func TestFaultRestartsRouted(t *testing.T) {
+	t.Parallel()
+	restarts(t, true, "-sync-routing", "always")
+}
+
+// restarts is TestFaultRestarts with args added to every node's flags;
+// routed: the probe key's counts are its coordinator's alone.
+func restarts(t *testing.T, routed bool, args ...string) {
+	c := startLab(t, 8, args...)
 	bound := labBound(t, 8, true)
+	// The probe key, and its coordinator on the whole cluster: routed, one
+	// of the restarted nodes.
+	key, names := "r", nodetest.Names(c.Procs)
+	for i := 0; routed && engine.CoordinatorOf(envoyrules.CountKey("conv", []envoyrules.Entry{{Key: "probe", Value: key}}), names) == names[0]; i++ {
+		key = fmt.Sprint("r", i)
+	}
+	coord := engine.CoordinatorOf(envoyrules.CountKey("conv", []envoyrules.Entry{{Key: "probe", Value: key}}), names)
+	coordRestarts := 0
 	cs := clients(8, 4)
 	run := drive(t, c, 140*time.Second, cs)
 	type down struct {
@@ -178,7 +234,7 @@ func TestFaultRestarts(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		p := c.Procs[1+i%7]
 		// Counted elsewhere, so the restarted node must learn it back.
-		convCount(t, c.Procs[0], "r", 5)
+		convCount(t, c.Procs[0], key, 5)
 		probes += 5
 		run.up[p.Index].Store(false)
 		d := down{node: p.Index, from: time.Now()}
@@ -190,8 +246,23 @@ func TestFaultRestarts(t *testing.T) {
 		c.Start(p)
 		// It takes checks once it counts what the others counted.
 		restarted := time.Now()
+		if p.Name == coord {
+			coordRestarts++
+		}
 		nodetest.Eventually(t, p.Name+" learns the probe counts back", 30*time.Second, func() bool {
-			return convSeen(t, p, "r") == int64(probes)
+			if !routed {
+				return convSeen(t, p, key) == int64(probes)
+			}
+			// Routed: the key's total is its coordinator's.
+			most := int64(0)
+			for _, q := range c.Procs {
+				n := convSeen(t, q, key)
+				if n > int64(probes) {
+					t.Fatalf("%s counts %d probe checks of %d made", q.Name, n, probes)
+				}
+				most = max(most, n)
+			}
+			return most == int64(probes) && (p.Name != coord || convSeen(t, p, key) == int64(probes))
 		})
 		learnt = max(learnt, time.Since(restarted))
 		d.to = time.Now()
@@ -211,7 +282,8 @@ func TestFaultRestarts(t *testing.T) {
 	}
 	v := run.judge(cs, time.Time{}, time.Time{}, others)
 	t.Logf("12 restarts: %v", v)
-	nodetest.Figures(t, "3 a node restarted every 10 s for 2 min",
+	nodetest.Figures(t, "3 a node restarted every 10 s for 2 min"+scenarioNote(args),
+		"probe key's coordinator", coord, "its restarts", coordRestarts,
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "derived bound", bound,
 		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond))
