@@ -297,8 +297,8 @@
 // key's total) or as any coordinator at the margin it would grant into
 // that room d before the peers' clocks make it. SetClockLead(e) moves the
 // end of every window it judges back by e: a slice leaves e later in
-// every check, merge, decided ask, sweep and sync, while requests are
-// still counted at now. The bounds with it:
+// every check, merge, decided ask, sweep and set of changes collected to
+// send, while requests are still counted at now. The bounds with it:
 //
 //   - NFR2. The lead given is the least the askers report, each the
 //     largest offset of this node's recent messages at that asker: the

@@ -10,8 +10,9 @@ const maxClockLead = time.Minute
 // at least, as they measured it (the cluster engine takes the least lead
 // the askers of this node's keys report: counter.Ask.Lead). From then on
 // the counter judges every window as of its now less the lead: a slice
-// leaves the window, in every check, merge, ask decided, sweep and sync,
-// that much later, while new requests are still counted at now.
+// leaves the window, in every check, merge, ask decided, sweep and set of
+// changes collected to send (AppendChanges), that much later, while new
+// requests are still counted at now.
 //
 // Why: a slice is stamped on its origin's clock. A node whose clock runs
 // ahead by d sees its peers' slices leave its window d early and, as a

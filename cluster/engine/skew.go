@@ -77,8 +77,9 @@ func (c *clockEstimate) at(now time.Time, every time.Duration) (int64, bool) {
 // clock has already let go (NFR2). On one clock the lead is 0 whatever
 // the delays. 0 also when one of them has no recent estimate, is this
 // node, does not decode version 5 asks (SetPeerCoordVersion), or is
-// behind; at most MaxClockOffset (a peer further ahead is skewed, and its
-// asks are not decided). Under e.mu.
+// behind; at most MaxClockOffset (past it this node refuses that peer's
+// counts, and a lead stated as MaxClockOffset is still at most the true
+// one). Under e.mu.
 func (e *Engine) leadOf(now time.Time, deciders ...string) time.Duration {
 	lead := int64(-1)
 	for _, name := range deciders {
