@@ -87,14 +87,10 @@ func (e *Engine) Ask(now time.Time, ask *counter.Ask, results []counter.Result) 
 		return Asked{Local: true, Decision: d}, err
 	}
 	// The lead of the clocks of the nodes that may decide the ask: the
-	// one asked, and the coordinator it may pass the ask on to (relay.go).
+	// one asked, and the key's first node on the ring, to which it may
+	// pass the ask on (relay.go; around, when set, is that node).
 	e.mu.Lock()
-	first := e.ringLocked().first(ask.Key)
-	if around != "" {
-		ask.Lead = e.leadOf(now, to, around)
-	} else {
-		ask.Lead = e.leadOf(now, to, first)
-	}
+	ask.Lead = e.leadOf(now, to, e.ringLocked().first(ask.Key))
 	e.mu.Unlock()
 	e.askMu.Lock()
 	e.askSeq++

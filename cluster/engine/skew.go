@@ -95,7 +95,13 @@ func (e *Engine) leadOf(now time.Time, deciders ...string) time.Duration {
 			lead = off
 		}
 	}
-	d := time.Duration(max(lead, 0)) * time.Millisecond
+	return e.capLead(lead)
+}
+
+// capLead returns a lead of ms (none when negative) as a duration, at
+// most MaxClockOffset when there is one.
+func (e *Engine) capLead(ms int64) time.Duration {
+	d := time.Duration(max(ms, 0)) * time.Millisecond
 	if e.cfg.MaxClockOffset > 0 {
 		d = min(d, e.cfg.MaxClockOffset)
 	}
@@ -134,11 +140,7 @@ func (e *Engine) clockLead(now time.Time) time.Duration {
 			least = p.leadMs
 		}
 	}
-	d := time.Duration(max(least, 0)) * time.Millisecond
-	if e.cfg.MaxClockOffset > 0 {
-		d = min(d, e.cfg.MaxClockOffset)
-	}
-	return d
+	return e.capLead(least)
 }
 
 // setClockLead sets the counter's clock lead (counter.SetClockLead) to
