@@ -92,6 +92,7 @@ func (n *Node) Coordinate(ctx context.Context, t time.Time, ask *counter.Ask, re
 			if ok && nd != nil {
 				_ = n.sendNow(nd, rel.Msgs[0]) // best effort: the grant expires anyway
 			}
+			n.sendMoved(n.now()) // the miss may have failed the coordinator over
 			return false, false, ctx.Err()
 		}
 	}

@@ -131,6 +131,7 @@ func (d delegate) NotifyMsg(b []byte) {
 	}
 	// A hello's reply, or a catch-up for a peer back from silence.
 	n.dispatch(out)
+	n.sendMoved(n.now())
 }
 
 // GetBroadcasts implements memberlist.Delegate: nothing rides on gossip.

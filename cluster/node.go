@@ -451,6 +451,20 @@ func (n *Node) reconcile(now time.Time) {
 		}
 		n.dispatch(out)
 	}
+	n.sendMoved(now)
+}
+
+// sendMoved sends what Engine.Moved returns: after a membership change, a
+// message (which may end a failover) or a given-up ask (which may start
+// one), this node's slices of the routed keys whose coordinator changed go
+// to the new one at once, not at the next tick. Nothing when nothing
+// moved.
+func (n *Node) sendMoved(now time.Time) {
+	out, err := n.engine.Moved(now)
+	if err != nil {
+		n.log.Error("encoding the slices of moved keys", "err", err)
+	}
+	n.dispatch(out)
 }
 
 // reap forgets members dead or gone for longer than deadMemberTTL.

@@ -148,6 +148,7 @@ func (e *Engine) AskExpired(now time.Time, id uint64) (release Outbound, ok bool
 	e.mu.Lock()
 	if pr := e.peers[p.to]; pr != nil {
 		pr.misses++
+		e.moved.Store(true)
 		pr.AsksExpired++
 	}
 	e.mu.Unlock()
@@ -267,10 +268,13 @@ func (e *Engine) failedOver(p *peer, now time.Time) bool {
 }
 
 // heard records a message from p at now: it is alive, so it is asked
-// again if it had been failed over. Under e.mu.
-func (p *peer) heard(now time.Time) {
+// again if it had been failed over. It reports whether p had missed asks
+// or been told of (it may have been failed over). Under e.mu.
+func (p *peer) heard(now time.Time) bool {
+	was := p.misses > 0 || p.told
 	p.LastMessage = now
 	p.misses, p.told = 0, false
+	return was
 }
 
 // FailedOver returns the up peers currently passed over as coordinators,

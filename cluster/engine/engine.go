@@ -440,6 +440,9 @@ type Engine struct {
 
 	mu    sync.Mutex
 	peers map[string]*peer
+	// moved is set where the view (route.go) may have changed, a member
+	// or a failover: Moved looks at the view only then.
+	moved atomic.Bool
 	ring  *ring // this node and its up peers; nil when membership changed since it was built
 	nodes int   // up peers plus one, as last given to the counter
 	// sends is the sync version this node writes: the oldest one a peer
@@ -800,7 +803,9 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 		e.mu.Lock()
 		p := e.peer(from)
 		prev := p.LastMessage
-		p.heard(now)
+		if p.heard(now) {
+			e.moved.Store(true)
+		}
 		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
 		note := e.updateSkew(p, now, m.SentMs)
 		skewed = p.Skewed
@@ -1088,6 +1093,7 @@ func (e *Engine) Forget(name string) {
 // recount updates e.nodes and returns it. Under e.mu.
 func (e *Engine) recount() int {
 	e.ring = nil
+	e.moved.Store(true)
 	n := 1
 	for _, p := range e.peers {
 		if p.Up {

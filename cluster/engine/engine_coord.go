@@ -101,6 +101,9 @@ func (e *Engine) heard(now time.Time, kind byte, from string, sentMs int64) erro
 	}
 	e.mu.Lock()
 	if p := e.peers[from]; p != nil {
+		if p.misses > 0 || p.told {
+			e.moved.Store(true) // it may have been failed over (Moved)
+		}
 		p.misses, p.told = 0, false // alive: asked again if it had been failed over
 		p.lastCoord = now
 	}

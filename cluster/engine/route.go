@@ -92,10 +92,18 @@ func (e *Engine) viewLocked(now time.Time) view {
 // it: about 1/N of the keys move on a membership change. Under e.tickMu.
 func (e *Engine) routeTick(now time.Time) {
 	e.routed = e.c.Routed()
+	clear(e.routes)
+	e.moved.Store(false) // before the view is read: a change after it is seen next time
+	e.moveRoutes(now)
+}
+
+// moveRoutes adds to e.routes this node's live slices of every routed key
+// whose destination changed since e.lastView, and makes the current view
+// e.lastView. Under e.tickMu, with e.routed read.
+func (e *Engine) moveRoutes(now time.Time) {
 	e.mu.Lock()
 	v := e.viewLocked(now)
 	e.mu.Unlock()
-	clear(e.routes)
 	if len(e.routed) > 0 && e.lastView.ring != nil && !v.same(e.lastView) {
 		for _, en := range e.c.AppendState(nil, now, e.cfg.Self, 0) {
 			if !e.routed[en.Limit] {
@@ -107,6 +115,33 @@ func (e *Engine) routeTick(now time.Time) {
 		}
 	}
 	e.lastView = v
+}
+
+// Moved returns, when the view changed since the last Tick or Moved (a
+// member joined or left, a coordinator was failed over or heard again),
+// this node's live slices of the routed keys whose destination changed,
+// for their new coordinators (or backups), at once rather than at the
+// next Tick: until they arrive the new coordinator of a moved key grants
+// on the part of its counts it holds. The transport calls it after
+// PeerDown and wherever else it may have changed the view; nil when
+// nothing moved. It starts no budget interval (only Tick does).
+func (e *Engine) Moved(now time.Time) ([]Outbound, error) {
+	if !e.moved.Swap(false) {
+		return nil, nil
+	}
+	e.tickMu.Lock()
+	defer e.tickMu.Unlock()
+	if e.lastView.ring == nil {
+		return nil, nil // before the first Tick: it sends the view's routes
+	}
+	e.routed = e.c.Routed()
+	clear(e.routes)
+	e.moveRoutes(now)
+	out, err := e.sendRoutes(nil, now, kindDelta, PurposeDelta)
+	for i := range out {
+		out[i].Spread = false // at once: a new coordinator waits for them
+	}
+	return out, err
 }
 
 // split returns the entries of broadcast limits, in place, and adds those

@@ -161,10 +161,18 @@ func TestRoutedDeltasGoToTheCoordinator(t *testing.T) {
 }
 
 // TestRoutedKeyMovesWithItsCoordinator: when a key's coordinator leaves,
-// the next tick sends this node's live slices of the key (all of them, not
-// only the changes) to the key's new coordinator, and of the keys whose
-// coordinator did not change, none: about 1/N of the keys move.
+// this node sends its live slices of the key (all of them, not only the
+// changes) to the key's new coordinator, and of the keys whose coordinator
+// did not change, none: about 1/N of the keys move. Moved sends them at
+// once, not spread, and the next tick sends them no more; without a call
+// of Moved the next tick sends them.
 func TestRoutedKeyMovesWithItsCoordinator(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at the next tick", true: "at once"}[moved], func(t *testing.T) { checkKeyMoves(t, moved) })
+	}
+}
+
+func checkKeyMoves(t *testing.T, moved bool) {
 	ns := routedNodes(t, counter.RouteAlways, 600, "a", "b", "c", "d")
 	a := ns[0]
 	members := []string{"a", "b", "c", "d"}
@@ -179,8 +187,29 @@ func TestRoutedKeyMovesWithItsCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.e.PeerDown(at(300), "b")
-	out, err := a.e.Tick(at(400))
-	if err != nil {
+	var out []Outbound
+	var err error
+	if moved {
+		if out, err = a.e.Moved(at(300)); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out {
+			if o.Spread {
+				t.Errorf("the moved slices to %s are spread over the interval, want them sent at once", o.To)
+			}
+		}
+		again, err := a.e.Moved(at(350))
+		if err != nil || len(again) != 0 {
+			t.Fatalf("Moved again, with nothing changed since: %+v %v, want nothing", again, err)
+		}
+		tick, err := a.e.Tick(at(400))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := deltaTargets(t, a, tick); len(got) != 0 {
+			t.Errorf("the tick after Moved sent %v entries, want none: nothing was admitted since", got)
+		}
+	} else if out, err = a.e.Tick(at(400)); err != nil {
 		t.Fatal(err)
 	}
 	after := []string{"a", "c", "d"}
@@ -385,5 +414,35 @@ func TestFailedOverCoordinatorStillGetsTheCounts(t *testing.T) {
 	deliver(t, k, at(ms+201), msgsTo(out, "k"))
 	if got := k.count(t, ms+300, ofK); got != 3 {
 		t.Fatalf("k counts %d of %s, want a's 3", got, ofK)
+	}
+}
+
+// TestMovedFollowsAFailover: when a node fails a key's coordinator over
+// (its asks missed) it sends its slices of the key to the runner-up at
+// once (Moved), and when it hears the coordinator again, back to it.
+func TestMovedFollowsAFailover(t *testing.T) {
+	ns, key := relayNodes(t, counter.RouteAlways, "f", "x", "a")
+	a, f := ns["a"], ns["f"]
+	admit(t, a.testNode, 10, key, 3)
+	if _, err := a.e.Tick(at(200)); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name string
+		do   func(ms int64)
+		to   string
+	}{
+		{"failed over", func(ms int64) { failOver(t, a, key, ms) }, "x"},
+		{"heard again", func(ms int64) { heardFrom(t, f, a, ms) }, "f"},
+	} {
+		ms := map[string]int64{"failed over": 300, "heard again": 500}[step.name]
+		step.do(ms)
+		out, err := a.e.Moved(at(ms + 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := deltaTargets(t, a.testNode, out); !maps.Equal(got, map[string]int{step.to: 1}) {
+			t.Errorf("%s: Moved sent %v entries, want a's slice of the key to %s", step.name, got, step.to)
+		}
 	}
 }

@@ -145,6 +145,7 @@ func (e *Engine) receiveSilent(now time.Time, b []byte) (Received, error) {
 		}
 		p.misses = max(p.misses, e.cfg.FailoverMisses)
 		p.told = true
+		e.moved.Store(true)
 	}
 	return Received{From: m.From}, nil
 }

@@ -216,7 +216,7 @@ func Replay(cfg Config, rec io.Reader) (Replayed, error) {
 	}
 	s := &Cluster{cfg: cfg, syncMs: cfg.Sync.Milliseconds(), latMs: cfg.Latency.Milliseconds()}
 	rp := &replayer{s: s, r: &recordReader{r: bufio.NewReader(rec)}}
-	n, err := s.newNode(cfg.RecordNode, rp)
+	n, err := s.newNode(cfg.RecordNode, rp, 0)
 	if err != nil {
 		return Replayed{}, err
 	}

@@ -49,6 +49,7 @@ type Node struct {
 	eng      *engine.Engine
 	changed  bool  // counted a request since its last Tick
 	ticking  bool  // has a tick scheduled (from Start until Finish)
+	down     bool  // stopped (Stop) and not restarted yet: sends and receives nothing
 	nextTick int64 // true time of its next tick; meaningful while ticking
 	times    Times // with Config.Timed
 
@@ -190,7 +191,7 @@ func New(cfg Config) (*Cluster, error) {
 	s := &Cluster{cfg: cfg, syncMs: cfg.Sync.Milliseconds(), latMs: cfg.Latency.Milliseconds(),
 		rng: rand.New(rand.NewPCG(cfg.NetSeed, 0x6e6574)), byName: make(map[string]int)}
 	for i := range cfg.Nodes {
-		n, err := s.newNode(i, coordinator{s, i})
+		n, err := s.newNode(i, coordinator{s, i}, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -204,8 +205,9 @@ func New(cfg Config) (*Cluster, error) {
 }
 
 // newNode builds node i of s's configuration, asking its coordinators
-// through coord.
-func (s *Cluster) newNode(i int, coord decision.Coordinator) (*Node, error) {
+// through coord; its engine's ask ids start above firstAsk
+// (engine.Config.FirstAskID).
+func (s *Cluster) newNode(i int, coord decision.Coordinator, firstAsk uint64) (*Node, error) {
 	cfg := s.cfg
 	rs := &limiter.RuleSet{Source: "limitsim", Rules: []limiter.Rule{{
 		Name:   rule,
@@ -230,6 +232,7 @@ func (s *Cluster) newNode(i int, coord decision.Coordinator) (*Node, error) {
 	if cfg.EditEngine != nil {
 		cfg.EditEngine(&ec)
 	}
+	ec.FirstAskID = max(ec.FirstAskID, firstAsk)
 	if n.eng, err = engine.New(c, ec); err != nil {
 		return nil, err
 	}
@@ -336,9 +339,12 @@ func (s *Cluster) Check(at int64, key string, node int, hits int64, d *limiter.D
 	if err := s.advance(at, false); err != nil {
 		return err
 	}
+	n := s.nodes[node]
+	if n.down {
+		return fmt.Errorf("%w: %s at %d ms", ErrNodeDown, n.name, at)
+	}
 	s.stats.Requests++
 	s.stats.LastAt = at
-	n := s.nodes[node]
 	s.now = at
 	s.lostGrant = orphan{}
 	req := s.cfg.request(key, hits)

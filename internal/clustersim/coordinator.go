@@ -172,6 +172,11 @@ func (sc coordinator) Coordinate(_ context.Context, t time.Time, ask *counter.As
 		if arrival := s.post(got.expireAt+s.latMs, sc.j, ri, m); arrival >= 0 && s.lostGrant.hits > 0 {
 			s.lostGrant.until = min(s.lostGrant.until, arrival+1)
 		}
+		// A given-up ask may fail the coordinator over: the keys that
+		// moved go to their new coordinators at once.
+		if err := s.moved(sc.j, got.expireAt); err != nil {
+			return false, false, err
+		}
 	}
 	return allowed, false, err
 }

@@ -14,12 +14,29 @@ import (
 // returns the most any key admitted in a window and the run's stats.
 func hotKeysMinute(t *testing.T, s *Cluster, seed uint64) (worst int, st Stats) {
 	t.Helper()
+	return hotKeysMinuteWith(t, s, seed, nil)
+}
+
+// hotKeysMinuteWith is hotKeysMinute with event, if not nil, called
+// before each check with its instant (to stop and restart nodes); a check
+// drawn for a stopped node goes to the next running one.
+func hotKeysMinuteWith(t *testing.T, s *Cluster, seed uint64, event func(ms int64) error) (worst int, st Stats) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
 	admitted := map[string][]int64{}
 	var d limiter.Decision
 	for ms := int64(0); ms < 60_000; ms += 2 {
+		if event != nil {
+			if err := event(ms); err != nil {
+				t.Fatal(err)
+			}
+		}
 		key := fmt.Sprint("c", rng.IntN(16))
-		if err := s.Check(ms, key, rng.IntN(s.Len()), 1, &d); err != nil {
+		node := rng.IntN(s.Len())
+		for s.Node(node).down {
+			node = (node + 1) % s.Len()
+		}
+		if err := s.Check(ms, key, node, 1, &d); err != nil {
 			t.Fatal(err)
 		}
 		if d.Allowed {

@@ -102,7 +102,9 @@ func tickTimes(t *Times, out []engine.Outbound) *EngineTime {
 func (s *Cluster) deliverAt(at int64) error {
 	s.batch = s.batch[:0]
 	for len(s.queue) > 0 && s.queue[0].at == at {
-		s.batch = append(s.batch, heap.Pop(&s.queue).(delivery))
+		if d := heap.Pop(&s.queue).(delivery); !s.nodes[d.to].down {
+			s.batch = append(s.batch, d)
+		}
 	}
 	s.results = zeroed(s.results, len(s.batch))
 	// The batch's indexes grouped by receiver, each group in send order:
@@ -151,6 +153,26 @@ func (s *Cluster) deliverAt(at int64) error {
 		}
 		s.sendAll(d.at, d.to, r.out)
 	}
+	// A message may end a failover (its sender heard again), so the
+	// receivers' moved keys go out now, as the transport sends them.
+	for _, to := range s.due {
+		if err := s.moved(to, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moved sends what node i's engine returns from Moved at true time at:
+// its slices of the routed keys whose destination changed (the transport
+// calls it after a membership event, a message, a given-up ask).
+func (s *Cluster) moved(i int, at int64) error {
+	n := s.nodes[i]
+	out, err := n.eng.Moved(s.clock(n, at))
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.name, err)
+	}
+	s.sendAll(at, i, out)
 	return nil
 }
 
@@ -235,6 +257,9 @@ func (s *Cluster) send(at int64, from, to int, p engine.Purpose, msg []byte) {
 // lost draws whether a copy of a message from node from to node to is
 // lost: always across a cut, else with the configured loss rate.
 func (s *Cluster) lost(from, to int) bool {
+	if s.nodes[from].down || s.nodes[to].down {
+		return true // stopped (Stop): nothing leaves it or reaches it
+	}
 	if s.cut != nil && s.cut(from, to) {
 		return true
 	}
