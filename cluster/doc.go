@@ -16,7 +16,9 @@
 // keeps the memberlist cluster and the member table /cluster shows, runs
 // the timer of the aligned ticks, turns membership events into PeerUp and
 // PeerDown, hands every message to Receive and sends every engine.Outbound on the
-// peer's own goroutine. Seeds (Config.Join) that are not alive members are
+// peer's own goroutine. After a membership change, a message and a
+// given-up ask it also sends what engine.Engine.Moved returns: the slices
+// of the routed keys whose coordinator just changed, for the new one. Seeds (Config.Join) that are not alive members are
 // joined again every RejoinInterval: memberlist alone never merges the two
 // halves of a healed partition.
 //

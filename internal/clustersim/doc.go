@@ -69,6 +69,14 @@
 // Config.Dup delivers every message a second time, two intervals and 1 ms
 // late.
 //
+// Stop silences a node as SIGKILL does (nothing leaves or reaches it, its
+// peers are not told), Leave as SIGTERM does (its peers take it down at
+// once), and Restart starts it again as a new process under its name: an
+// empty counter, a new engine whose ask ids start above the old one's,
+// and PeerUp both ways, so it greets its peers and learns back what it
+// had sent. Every node calls Engine.Moved where cluster.Node does: after
+// a membership change, the messages of an instant, and a given-up ask.
+//
 // # One node alone
 //
 // Config.Record writes everything one node takes in (its peers, ticks,
