@@ -121,7 +121,7 @@
 //     the bound of two coordinators (package counter), one limit and a
 //     lease pool more than the coordinated bound, for that moment. Sent at
 //     the next tick instead, that moment was up to an interval, and nodes
-//     leaving and coming back took routed keys to 1.12–1.20 × their limit
+//     leaving and coming back took routed keys up to 1.20 × their limit
 //     on the simulated network, where they now keep 1.06
 //     (internal/clustersim, TestRestartsKeepTheBound).
 //   - An ask of a routed key that reaches a node other than the key's

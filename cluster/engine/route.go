@@ -124,13 +124,18 @@ func (e *Engine) moveRoutes(now time.Time) {
 // next Tick: until they arrive the new coordinator of a moved key grants
 // on the part of its counts it holds. The transport calls it after
 // PeerDown and wherever else it may have changed the view; nil when
-// nothing moved. It starts no budget interval (only Tick does).
+// nothing moved. It starts no budget interval (only Tick does). It never
+// waits: while a Tick runs it returns nothing and leaves the change for
+// the next call or Tick, so that the transport's receiving goroutine,
+// which answers asks, is not held behind a tick.
 func (e *Engine) Moved(now time.Time) ([]Outbound, error) {
+	if !e.moved.Load() || !e.tickMu.TryLock() {
+		return nil, nil
+	}
+	defer e.tickMu.Unlock()
 	if !e.moved.Swap(false) {
 		return nil, nil
 	}
-	e.tickMu.Lock()
-	defer e.tickMu.Unlock()
 	if e.lastView.ring == nil {
 		return nil, nil // before the first Tick: it sends the view's routes
 	}
