@@ -113,10 +113,16 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		s := &c.shards[i]
 		s.mu.Lock()
 		// The dirty keys' slots and blocks are read first, all at once,
-		// so that their cache misses overlap (as Merge's do).
+		// so that their cache misses overlap (as Merge's do), and so is
+		// each key's own string, which the lookup compares with the
+		// block's: the caller's bytes or a copy made at the check, a
+		// tick ago, rarely still in cache.
 		var x uint64
 		for _, ref := range s.dirty {
 			x += s.tables[ref.slot].touchSlot(ref.tag)
+			if len(ref.key) > 0 {
+				x += uint64(ref.key[0])
+			}
 		}
 		for _, ref := range s.dirty {
 			x += s.tables[ref.slot].touchBlock(ref.tag)
