@@ -85,7 +85,8 @@ func (e *Engine) viewLocked(now time.Time) view {
 
 // routeTick starts a tick's routing: it reads the routed limits
 // (counter.Counter.Routed) and the view, and empties e.routes. When the
-// view changed since the previous tick, it adds to e.routes this node's
+// view changed since the previous tick or Moved (which sends such a
+// change at once when the transport calls it), it adds to e.routes this node's
 // live slices of every routed key whose destination changed (a member
 // joined or left, a coordinator was failed over or heard again), so that
 // the key's new coordinator, or its backup, holds this node's counts of
