@@ -197,9 +197,20 @@ func BenchmarkMergeSteady(b *testing.B) { benchMerge(b, 2, 200_000, 1_000) }
 // nodes), some 200 in its window, and the peer's newest lies at the end.
 func BenchmarkMergeHotKeys(b *testing.B) { benchMerge(b, 8, 1_000, 7_000) }
 
+// BenchmarkMergeKnown is BenchmarkMergeSteady's ticks each merged a second
+// time, only that one timed: every entry is known already, as most of
+// anti-entropy's re-sends are.
+func BenchmarkMergeKnown(b *testing.B) { benchMergeAgain(b, 2, 200_000, 1_000, true) }
+
 // benchMerge times the merge of a peer's ticks on a cluster of nodes,
 // the peer checking perTick random keys of clients each tick.
 func benchMerge(b *testing.B, nodes, clients, perTick int) {
+	benchMergeAgain(b, nodes, clients, perTick, false)
+}
+
+// benchMergeAgain is benchMerge; with again, each tick is merged once
+// untimed and then again, timed.
+func benchMergeAgain(b *testing.B, nodes, clients, perTick int, again bool) {
 	keys := make([]string, clients)
 	for i := range keys {
 		keys[i] = "client-" + strconv.Itoa(100000+i)
@@ -237,10 +248,13 @@ func benchMerge(b *testing.B, nodes, clients, perTick int) {
 	for b.Loop() {
 		b.StopTimer()
 		es := step()
+		if again {
+			c.Merge(at(ms), es)
+		}
 		b.StartTimer()
 		st := c.Merge(at(ms), es)
-		if st.Merged+st.Unchanged != len(es) {
-			b.Fatalf("%+v of %d entries: all must merge", st, len(es))
+		if st.Merged+st.Unchanged != len(es) || again && st.Unchanged != len(es) {
+			b.Fatalf("%+v of %d entries: all must merge (merged again: all unchanged)", st, len(es))
 		}
 		entries += len(es)
 	}

@@ -90,8 +90,9 @@ func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int
 		tab := s.table(Limit{slot: info.slot, windowMs: info.windowMs})
 		var st state
 		found := tab.get(r.tag, e.Key, s.buf(0), false, &st)
+		expired := false
 		if found {
-			st.expire(nowMs-w.lag, info.windowMs)
+			expired = st.expire(nowMs-w.lag, info.windowMs)
 		} else if !s.admit(nowMs, w.lag, tab) {
 			ms.NoRoom++
 			continue
@@ -126,9 +127,11 @@ func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int
 		} else {
 			ms.Unchanged++
 		}
-		if found || changed {
-			// A tracked key's slices were changed in place (expired,
-			// moved to a new base): its header follows.
+		if expired || changed {
+			// The key's slices changed (merged, or expired and perhaps
+			// moved to a new base): its block follows. A slice already
+			// known (anti-entropy re-sends many) leaves the block as it
+			// was, so nothing is written.
 			s.store(info.slot, r.tag, e.Key, &st)
 		}
 	}
