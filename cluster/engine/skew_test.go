@@ -21,8 +21,14 @@ type skewNode struct {
 
 func newSkewNode(t *testing.T, name string, off time.Duration) *skewNode {
 	t.Helper()
+	return newSkewNodeWith(t, name, off, 600)
+}
+
+// newSkewNodeWith is newSkewNode with a limit of limit.
+func newSkewNodeWith(t *testing.T, name string, off time.Duration, limit int64) *skewNode {
+	t.Helper()
 	sn := &skewNode{logs: new(bytes.Buffer), off: off}
-	sn.testNode = newTestNodeWith(t, name, 2, 600, func(cfg *Config) {
+	sn.testNode = newTestNodeWith(t, name, 2, limit, func(cfg *Config) {
 		cfg.MaxClockOffset = time.Second
 		cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
 	})
@@ -33,11 +39,7 @@ func newSkewNode(t *testing.T, name string, off time.Duration) *skewNode {
 // with a limit of 10, whose checks at the margin ask the key's coordinator.
 func newCoordinatedSkewNode(t *testing.T, name string, off time.Duration) *skewNode {
 	t.Helper()
-	sn := &skewNode{logs: new(bytes.Buffer), off: off}
-	sn.testNode = newTestNodeWith(t, name, 2, 10, func(cfg *Config) {
-		cfg.MaxClockOffset = time.Second
-		cfg.Log = slog.New(slog.NewTextHandler(sn.logs, nil))
-	})
+	sn := newSkewNodeWith(t, name, off, 10)
 	cc, _ := sn.c.Cluster()
 	cc.Coordinated = true
 	if err := sn.c.SetCluster(cc); err != nil {
