@@ -121,7 +121,7 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		if cs != nil {
 			pace := st // a copy: rolling it must not touch the stored state
 			pace.roll(c.tickNo.Load())
-			if w := cs.want(&pace, hits); i == 0 || w < ask.Want {
+			if w := cs.want(&pace, hits, cs.routed(l.max, c.tolPPM)); i == 0 || w < ask.Want {
 				ask.Want = w
 			}
 		}

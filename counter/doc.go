@@ -90,7 +90,8 @@
 //     before during the grace) plus h fit its blind share b: allowed here,
 //     with no network wait.
 //   - else, if j holds a live lease on the key with h left: allowed here,
-//     with no network wait, and the lease shrinks by h (Leases, below).
+//     with no network wait, and the lease shrinks by h until what it
+//     admitted is acknowledged, when it is whole again (Leases, below).
 //   - else Allow returns Decision.Coordinate. j sends the coordinator an
 //     Ask (PrepareAsk): the limits, its own newest slices of the key, where
 //     it will count the hits (Pred) and the lease it would like (Want),
@@ -112,13 +113,24 @@
 // # Leases
 //
 // A lease is tolerance lent, never limit reserved. The coordinator lends
-// the asker of a check it allows up to the asker's Want (its pace of the
-// last two sync intervals, over LeaseTime), no more than the window's room
-// and no more than Λ minus the leases other nodes hold on the key; the
-// holder decides up to that many hits locally, each only while its own
+// the asker of a check it allows up to the asker's Want, no more than the
+// window's room and no more than Λ minus the leases other nodes hold on
+// the key; the holder decides hits locally on it, each only while its own
 // count has room (C + h <= L, so a lease never admits past a count that is
 // full), until LeaseTime after the answer reached it, and stops using it
-// the moment it asks again. The coordinator counts the lease against Λ
+// the moment it asks again.
+//
+// A lease of a limit whose changes every node merges raises the holder's
+// blind share while it lives: it admits up to its size r unacknowledged,
+// and is whole again at each sync interval whose admissions are
+// acknowledged (the grace after a tick, when U leaves the interval out),
+// so at any instant the hits it admitted that no node has merged are at
+// most r, as the blind share bounds U. Its Want is twice the holder's pace
+// of its current or previous sync interval. A lease of a routed limit
+// (below) is spent: its holder sees none of its peers' admissions, so the
+// lease admits r in all, and its Want is that pace over LeaseTime.
+//
+// The coordinator counts the lease against Λ
 // until the holder has stopped using it and what it admitted has been
 // merged (LeaseTime, the longest answer delay and a grant's lifetime),
 // or until the holder's next ask (whose slices carry what the old lease
@@ -130,10 +142,12 @@
 // expires: no compliant client is denied because of it
 // (TestStrandedLeaseNeverDenies).
 //
-// NFR1 gains at most Λ: at any instant the hits leases admitted that the
-// coordinator has not merged, plus those they may still admit, are at most
-// the hits lent on leases it still counts, at most Λ (a holder's ask both
-// ends its lease and brings the coordinator what it admitted).
+// NFR1 gains at most Λ: at any instant the hits the leases admitted that
+// no node has merged are at most the hits lent on the leases the
+// coordinator still counts, at most Λ (a holder's ask both ends its lease
+// and brings the coordinator what it admitted). A lease is thus a blind
+// share of its holder's, lent for a while: the nodes' blind shares and
+// the leases out add up to at most N·b + Λ, whatever each holds.
 //
 // NFR2 holds exactly: every denial, here or at the coordinator, is by a
 // count that never over-counts. A grant is counted by the coordinator
@@ -155,10 +169,11 @@
 // all of the node's unacknowledged admissions), and what the nodes
 // admitted blind after g, while their own counts still had room, which b
 // also bounds until their next tick's message is merged (the grace), after
-// which their counts include g's window; and the leases' admissions that
-// it had not merged at g or that came after g, at most the hits lent on
-// the leases it counted at g (no lease is lent after g, the last grant):
-// at most Λ. Add the hidden tails: at most L + N·b + Λ + N·T_node
+// which their counts include g's window; and what the holders of leases
+// admitted on them that it had not merged at g or after g, which each
+// lease bounds in the same way, by its size, for the leases it counted at
+// g (no lease is lent after g, the last grant): at most Λ. Add the hidden
+// tails: at most L + N·b + Λ + N·T_node
 // (BoundOf's WorstCase), 658 for 600 per minute on 8 nodes and 10 for 10
 // per second.
 // TestCoordinatedPropertyAgainstOracle checks both halves against the

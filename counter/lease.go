@@ -1,30 +1,46 @@
 package counter
 
+import "math"
+
 // Leases (ClusterConfig.LeaseShare): a key's coordinator lends a node that
 // keeps asking about the key part of the key's blind pool, to decide
-// locally, without the network, until it is used up or LeaseTime has
-// passed. What a lease lends is tolerance, not limit: the coordinator
+// locally, without the network, until LeaseTime has passed: of a limit
+// every node merges, up to the lease's size each sync interval until it
+// is acknowledged (a blind share lent); of a routed limit, its size in
+// all. What a lease lends is tolerance, not limit: the coordinator
 // never counts a lease in its window, so a lease can never make it deny a
 // check, whoever holds it and whether its holder lives (NFR2 is untouched);
 // and the leases out of one key never exceed leaseCap, the share of the
 // tolerance set aside for them, so what their holders admit unseen adds
 // at most leaseCap to a window (NFR1; the argument is in doc.go).
 
-// heldLease is a lease this node holds on one (limit, key): what is left
-// of it and until when it may be used (unix ms, this node's clock). gen
-// numbers this node's asks about the key: a lease is taken only from the
-// answer to the newest one (Grant), and the coordinator keeps, per node
-// and key, only the lease of the newest ask it decided (lend), so that
-// with several asks of one key in flight at once the lease the node uses
-// is the one the coordinator counts. asked is when the newest ask was
-// prepared: gen is kept that long after it (maxAnswerDelay), whatever the
-// lease.
+// heldLease is a lease this node holds on one (limit, key): its size, what
+// is left of it and until when it may be used (unix ms, this node's
+// clock). gen numbers this node's asks about the key: a lease is taken
+// only from the answer to the newest one (Grant), and the coordinator
+// keeps, per node and key, only the lease of the newest ask it decided
+// (lend), so that with several asks of one key in flight at once the lease
+// the node uses is the one the coordinator counts. asked is when the
+// newest ask was prepared: gen is kept that long after it
+// (maxAnswerDelay), whatever the lease. epoch is the acknowledged sync
+// interval (Counter.ackEpoch) of the last refill: a lease on a limit every
+// node merges is back to its size once what it admitted is acknowledged.
 type heldLease struct {
-	left  uint32
+	left  uint16 // a lease is at most maxHeldLease hits
+	size  uint16
+	epoch uint16 // the low bits: a refill skipped after a wrap only admits less
 	gen   uint32
-	until int64
+	til   uint32 // until, in ms after asked
 	asked int64
 }
+
+// maxHeldLease is the largest lease a node holds: a larger one lent is
+// held as this many hits, which only admits less than the coordinator
+// counts. (It keeps a record small: TestKeyCoordSize.)
+const maxHeldLease = math.MaxUint16
+
+// until is the instant (unix ms) the lease stops being usable.
+func (h *heldLease) until() int64 { return h.asked + int64(h.til) }
 
 // lentLease is a lease this node, as a key's coordinator, lent out: it
 // counts against leaseCap until expires, when its holder has stopped
@@ -43,25 +59,51 @@ type lentLease struct {
 // leases), so memory stays bounded whatever keys go hot.
 const maxLeases = 4096
 
-// takeLease reports whether the lease k holds is live at now with hits
-// left.
-func (k *keyCoord) takeLease(now, hits int64) bool {
-	return k != nil && k.holds() && now < k.held.until && int64(k.held.left) >= hits
+// ackEpoch numbers the sync intervals whose admissions are acknowledged
+// at now (unix ms): those before the last tick once its grace has passed,
+// else those before the tick before it. It is when a node's unacknowledged
+// admissions (allow's unacked) leave out an interval's.
+func (c *Counter) ackEpoch(cs *clusterState, now int64) uint32 {
+	n := c.tickNo.Load()
+	if now-c.tickAt.Load() < cs.graceMs {
+		n--
+	}
+	return n
 }
 
-// useLease spends hits of the lease k holds, which takeLease found live.
+// leaseCovers reports whether the lease k holds is live at now with hits
+// left, at the acknowledged sync interval epoch. A lease on a limit whose
+// changes every node merges is a rate: it is refilled to its size each
+// time the hits it admitted are acknowledged (a new epoch), as the blind
+// share is, so what it admitted that no peer has merged is never more than
+// its size. A lease on a routed limit, whose holder does not see its
+// peers' admissions, is spent (refill false): it admits its size in all.
+func (k *keyCoord) leaseCovers(now, hits int64, epoch uint32, refill bool) bool {
+	if k == nil || !k.holds() || now >= k.held.until() {
+		return false
+	}
+	if refill && k.held.epoch != uint16(epoch) {
+		k.held.left, k.held.epoch = k.held.size, uint16(epoch)
+	}
+	return int64(k.held.left) >= hits
+}
+
+// useLease spends hits of the lease k holds, which leaseCovers found live.
 func (k *keyCoord) useLease(hits int64) {
-	k.held.left -= uint32(hits)
+	k.held.left -= uint16(hits)
 }
 
 // hold takes a lease of hits on k until the given instant, lent in
-// answer to the ask numbered gen: only if that is the newest ask about
-// k's key (a later one's answer, or none, is what the coordinator counts).
-func (k *keyCoord) hold(hits, until int64, gen uint32) {
+// answer to the ask numbered gen, at the acknowledged sync interval epoch:
+// only if that is the newest ask about k's key (a later one's answer, or
+// none, is what the coordinator counts).
+func (k *keyCoord) hold(hits, until int64, gen, epoch uint32) {
 	if k == nil || !k.holds() || k.held.gen != gen {
 		return
 	}
-	k.held.left, k.held.until = uint32(min(hits, MaxLimit)), until
+	n := uint16(max(0, min(hits, maxHeldLease)))
+	k.held.left, k.held.size, k.held.epoch = n, n, uint16(epoch)
+	k.held.til = uint32(max(0, min(until-k.held.asked, math.MaxUint32)))
 }
 
 // askLeases drops the leases held on refs (the limits of one check), whose
@@ -152,7 +194,7 @@ func (cs *coordState) unlend(k *keyCoord, origin uint16, id uint64) {
 
 // sweepLeases drops k's expired leases, held and lent. The caller tidies k.
 func (cs *coordState) sweepLeases(k *keyCoord, now int64) {
-	if k.holds() && now >= max(k.held.until, k.held.asked+maxAnswerDelay.Milliseconds()) {
+	if k.holds() && now >= max(k.held.until(), k.held.asked+maxAnswerDelay.Milliseconds()) {
 		cs.setHeld(k, heldLease{}, false)
 	}
 	if len(k.lentList()) > 0 {
@@ -166,14 +208,20 @@ func (cs *coordState) sweepLeases(k *keyCoord, now int64) {
 	}
 }
 
-// want is the lease an asker asks for: the hits it would decide on the
-// key in LeaseTime at the pace of its current and previous sync interval
-// (pending and prev, st rolled), this check's included.
-func (cs *clusterState) want(st *state, hits int64) int64 {
+// want is the lease an asker asks for, at the pace of its current and
+// previous sync interval (pending and prev, st rolled), this check's
+// included: of a limit whose changes every node merges, twice that pace,
+// since the lease is refilled each sync interval (leaseCovers); of a
+// routed limit, whose lease is spent, the hits it would decide in
+// LeaseTime.
+func (cs *clusterState) want(st *state, hits int64, routed bool) int64 {
 	if cs.LeaseShare == 0 {
 		return 0
 	}
 	per := max(int64(st.pending)+hits, int64(st.prev))
-	intervals := (cs.LeaseTime + cs.syncInterval - 1) / cs.syncInterval
-	return min(per*int64(intervals), MaxLimit)
+	intervals := int64(2)
+	if routed {
+		intervals = int64((cs.LeaseTime + cs.syncInterval - 1) / cs.syncInterval)
+	}
+	return min(per*intervals, MaxLimit)
 }

@@ -19,7 +19,10 @@ func TestLeaseTargets(t *testing.T) {
 		least  float64 // the least
 	}{
 		{"600 at one node at once", 600, burst(0, 1, 0, 600), true, 0.05, 0},
-		{"600 at one node in 5 s", 600, burst(0, 1, 5000, 600), true, 0.05, 0},
+		// A lease whole again each acknowledged interval asks about once
+		// a LeaseTime at a steady pace: 6 asks (one spent hit by hit asked
+		// 23 times).
+		{"600 at one node in 5 s", 600, burst(0, 1, 5000, 600), true, 0.02, 0},
 		{"6000/60s at 200/s at one node for 30 s", 6000, burst(0, 1, 30_000, 6000), true, 0.05, 0},
 		{"600 at one node in 5 s, no leases", 600, burst(0, 1, 5000, 600), false, 1, 0.5},
 	} {
@@ -104,6 +107,67 @@ func TestLeasesStayWithinTheirShare(t *testing.T) {
 		out := s.coord.leasesOut(s.coord.lookup(dirtyRef{slot: cl.lims[k].slot, key: "k"}), 0xffff, a.t)
 		if out > limitCap {
 			t.Fatalf("at %d ms %d hits lent, more than the cap %d", a.t, out, limitCap)
+		}
+	}
+}
+
+// TestLeaseRefill: a lease on a limit every node merges is whole again
+// only once the sync interval of what it admitted is acknowledged (a new
+// epoch), never within it; a lease on a routed limit is never refilled.
+func TestLeaseRefill(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		refill bool
+		epochs []uint32 // the acknowledged interval at each check of 1 hit
+		want   []bool
+	}{
+		{"within one interval", true, []uint32{7, 7, 7, 7}, []bool{true, true, true, false}},
+		{"refilled at the next", true, []uint32{7, 7, 7, 8, 8, 8, 8}, []bool{true, true, true, true, true, true, false}},
+		{"routed: spent", false, []uint32{7, 7, 8, 9, 10}, []bool{true, true, true, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs coordState
+			ref := dirtyRef{slot: 0, key: "k"}
+			gen := cs.askLeases([]dirtyRef{ref}, 1000)
+			k := cs.lookup(ref)
+			k.hold(3, 2000, gen, tc.epochs[0])
+			for i, e := range tc.epochs {
+				got := k.leaseCovers(1100, 1, e, tc.refill)
+				if got {
+					k.useLease(1)
+				}
+				if got != tc.want[i] {
+					t.Fatalf("check %d (epoch %d): covered %v, want %v", i, e, got, tc.want[i])
+				}
+			}
+			if k.leaseCovers(2000, 1, 99, tc.refill) {
+				t.Error("a lease covered a check at its end")
+			}
+		})
+	}
+}
+
+// TestAckEpoch: the acknowledged interval moves on at a tick's grace, not
+// at the tick.
+func TestAckEpoch(t *testing.T) {
+	c, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := DefaultClusterConfig("a")
+	cc.Nodes = 2
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	cs := c.cluster.Load()
+	c.AppendChanges(nil, time.UnixMilli(10_000))
+	e := c.ackEpoch(cs, 10_000)
+	for _, tc := range []struct {
+		at   int64
+		want uint32
+	}{{10_000, e}, {10_000 + cs.graceMs - 1, e}, {10_000 + cs.graceMs, e + 1}, {10_199, e + 1}} {
+		if got := c.ackEpoch(cs, tc.at); got != tc.want {
+			t.Errorf("at %d ms: epoch %d, want %d", tc.at, got, tc.want)
 		}
 	}
 }

@@ -93,7 +93,7 @@ func clusterNode(t *testing.T, name string, nodes int, rules string) (*counter.C
 
 // TestCompleteTakesTheLease: a coordinator's answer that lends a lease
 // (counter.Result.Lease) leaves the asker deciding the next checks of the
-// key alone, without asking, until the lease is used up.
+// key alone, without asking, until the lease is used up for this sync interval.
 func TestCompleteTakesTheLease(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
 	mk := func(name string) (*counter.Counter, *Limiter) {

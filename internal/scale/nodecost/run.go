@@ -58,6 +58,11 @@ type Row struct {
 	// NetworkWaitShare is the share of checks that asked a coordinator on
 	// another node: their decision waited on the network.
 	NetworkWaitShare float64 `json:"network_wait_share"`
+	// NetworkWaitShareLater is the same over the checks after the first
+	// window (a cluster that has been up a window, whose hot keys are
+	// no longer new); left out of the JSON when the run is not longer
+	// than a window.
+	NetworkWaitShareLater float64 `json:"network_wait_share_after_window,omitempty"`
 	// AskGrantedShare is the share of those asks that the coordinator
 	// granted: checks of keys with room that neither the blind share nor
 	// a lease covered, rather than of keys at their limit.
@@ -190,7 +195,11 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	row := Row{Scenario: scenario, Nodes: n, Seconds: cfg.Duration.Seconds(), Keys: total, Zipf: cfg.Zipf, JudgedKeys: judged}
 	var d limiter.Decision
 	i := int64(0)
+	later := clustersim.Stats{} // at the end of the first window
 	for t := int64(0); t < durMs; t++ {
+		if t == sc.Window.Milliseconds() {
+			later = sim.Stats()
+		}
 		switch t {
 		case cutAt:
 			sim.SetCut(func(from, to int) bool { return from == cfg.CutNode || to == cfg.CutNode })
@@ -255,6 +264,9 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	row.EngineNsPerCheck = float64(ns) / checks
 	row.PairsPerNode = float64(pairs) / float64(n)
 	row.NetworkWaitShare = float64(st.Asks-st0.Asks) / checks
+	if durMs > sc.Window.Milliseconds() {
+		row.NetworkWaitShareLater = float64(st.Asks-later.Asks) / float64(st.Requests-later.Requests)
+	}
 	if asks := st.Asks - st0.Asks; asks > 0 {
 		row.AskGrantedShare = float64(st.Granted-st0.Granted) / float64(asks)
 	}
