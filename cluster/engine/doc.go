@@ -428,6 +428,11 @@
 //     misses the node fails the version 2 coordinator over (Failover) to
 //     the key's next node, until the version 2 node is heard from again
 //     (its next heartbeat). Leases exist only between version 3 nodes.
+//     How a holder uses a lease is its own (counter, "Leases"): a node of
+//     a release before leases were whole again each acknowledged sync
+//     interval (2026-12-05) spends it hit by hit, which admits less
+//     within the same bound, and the coordinator lends and counts a lease
+//     alike for both, so the wire did not change.
 //
 //   - Coordination, 3 and 4: version 4 adds the max an ask states per
 //     limit (counter.Ask.Max: a limit the caller stated, such as an Envoy
