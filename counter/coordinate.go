@@ -49,9 +49,11 @@ type Ask struct {
 	// never counted (its answer was lost and the asker decided alone), and
 	// the coordinator stops counting it.
 	Settled uint64
-	// Want is the lease the asker would like (ClusterConfig.LeaseShare):
-	// the hits of the key it expects to decide in LeaseTime at its
-	// current pace. 0: none.
+	// Want is the lease the asker would like (ClusterConfig.LeaseShare),
+	// from its current pace: twice its admissions of a sync interval for
+	// a lease that is whole again each acknowledged interval, its
+	// admissions in LeaseTime for a routed limit's, which is spent
+	// (lease.go). 0: none.
 	Want int64
 	// Gen numbers the asker's asks about the key: the coordinator lends
 	// a lease only to the newest it has decided, and the asker takes one
