@@ -21,8 +21,8 @@ func TestLeaseTargets(t *testing.T) {
 	}{
 		{"600 at one node at once", 600, burst(0, 1, 0, 600), true, 0.05, 0},
 		// A lease whole again each acknowledged interval asks about once
-		// a LeaseTime at a steady pace: 6 asks (one spent hit by hit asked
-		// 23 times).
+		// a LeaseTime at a steady pace: 3 asks (one spent hit by hit, for
+		// 1 s, asked 23 times).
 		{"600 at one node in 5 s", 600, burst(0, 1, 5000, 600), true, 0.02, 0},
 		{"6000/60s at 200/s at one node for 30 s", 6000, burst(0, 1, 30_000, 6000), true, 0.05, 0},
 		{"600 at one node in 5 s, no leases", 600, burst(0, 1, 5000, 600), false, 1, 0.5},
