@@ -83,7 +83,8 @@ sync_msgs_per_node_s), the engine's CPU time per check: Tick, Receive and
 the asks (engine_ns_per_check), the same for node N-1 replayed on its
 own after the run (engine_ns_per_check_alone, --alone), the live heap of
 the simulation per node (heap_bytes_per_node), the share of checks that asked a coordinator on
-another node (network_wait_share) and the share of those asks that the
+another node (network_wait_share; in a run longer than a window, also over
+the checks after the first window: network_wait_share_after_window) and the share of those asks that the
 coordinator granted (ask_granted_share), the most admitted for one key in any
 window over the limit (worst_ratio) and the false rejections
 (false_rejections). The hottest keys are judged exactly; any rejection of

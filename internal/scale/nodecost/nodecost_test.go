@@ -320,3 +320,32 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("two problems: %v", err)
 	}
 }
+
+// TestWaitAfterTheFirstWindow: a run of two windows reports the share of
+// its second window's checks that asked another node, which is what it
+// adds to a run of one window (the model is deterministic, and the first
+// window of both is the same run); a run of one window reports none.
+func TestWaitAfterTheFirstWindow(t *testing.T) {
+	cfg := quick(3)
+	cfg.RatePerNode, cfg.KeysPerNode = 100, 20
+	w := SimConfig(cfg, 3).Window
+	var rows [2]Row
+	for i, d := range []time.Duration{w, 2 * w} {
+		cfg.Duration = d
+		rs, err := Run(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[i] = rs[0]
+	}
+	one, two := rows[0], rows[1]
+	if one.NetworkWaitShareLater != 0 {
+		t.Errorf("a run of one window reports a share after it: %v", one.NetworkWaitShareLater)
+	}
+	asks := func(r Row) float64 { return math.Round(r.NetworkWaitShare * float64(r.Checks)) }
+	want := (asks(two) - asks(one)) / float64(two.Checks-one.Checks)
+	if math.Abs(two.NetworkWaitShareLater-want) > 1e-9 || want == 0 {
+		t.Errorf("after the first window: %v, want %v (asks %v then %v)", two.NetworkWaitShareLater, want, asks(one), asks(two))
+	}
+	t.Logf("network wait: first window %.4f, second %.4f", one.NetworkWaitShare, two.NetworkWaitShareLater)
+}
