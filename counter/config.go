@@ -113,7 +113,7 @@ type ClusterConfig struct {
 	// from its coordinator, counted from the check that asked for it.
 	// Default 3s: each renewal is an ask that waits on the network, and
 	// a longer lease only keeps its share of the pool from other nodes
-	// longer (BENCHMARKS.md, "Leases whole again each sync interval").
+	// longer (BENCHMARKS.md, "Leases that bound their unacknowledged admissions").
 	// Must be positive when LeaseShare is.
 	LeaseTime time.Duration
 	// Routing says which keys' changes go to every peer and which to the

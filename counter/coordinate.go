@@ -51,7 +51,7 @@ type Ask struct {
 	Settled uint64
 	// Want is the lease the asker would like (ClusterConfig.LeaseShare),
 	// from its current pace: twice its admissions of a sync interval for
-	// a lease that is whole again each acknowledged interval, its
+	// a lease that bounds its unacknowledged admissions, its
 	// admissions in LeaseTime for a routed limit's, which is spent
 	// (lease.go). 0: none.
 	Want int64

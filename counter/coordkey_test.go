@@ -56,7 +56,7 @@ func TestCoordStateCounts(t *testing.T) {
 			cs.tidy(ref, k)
 		case 3:
 			gen := cs.askLeases([]dirtyRef{ref}, now)
-			cs.lookup(ref).hold(int64(rng.IntN(5)), now+int64(rng.IntN(2000)), gen, 0)
+			cs.lookup(ref).hold(int64(rng.IntN(5)), now+int64(rng.IntN(2000)), gen, syncClock{})
 		case 4:
 			if k := cs.lookup(ref); k != nil {
 				cs.lend(k, lentLease{expires: now + int64(rng.IntN(3000)), id: uint64(step), hits: 2, gen: uint32(step), origin: origin})

@@ -279,9 +279,9 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	// Until LeaseTime after this instant, the answer's: the coordinator
 	// counts the lease for LeaseTime, the longest answer delay and a
 	// grant's lifetime after it took the ask.
-	epoch := c.ackEpoch(cs, t.UnixMilli())
+	clk := c.syncClock(cs, t.UnixMilli())
 	for _, l := range limits {
-		s.coord.lookup(dirtyRef{slot: l.slot, key: key}).hold(lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen, epoch)
+		s.coord.lookup(dirtyRef{slot: l.slot, key: key}).hold(lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen, clk)
 	}
 	return d, nil
 }
@@ -373,7 +373,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			if unacked+hits > cs.blind(l.max, c.tolPPM) {
 				// Past the blind share: a lease from the coordinator, or
 				// the coordinator itself.
-				if k.leaseCovers(at[i], hits, c.ackEpoch(cs, at[i]), !cs.routed(l.max, c.tolPPM)) {
+				if k.leaseCovers(at[i], hits, c.syncClock(cs, at[i]), !cs.routed(l.max, c.tolPPM)) {
 					leased[i] = true
 				} else {
 					d.Coordinate = true

@@ -89,9 +89,9 @@
 //     peers may not have merged: the current sync interval, and the one
 //     before during the grace) plus h fit its blind share b: allowed here,
 //     with no network wait.
-//   - else, if j holds a live lease on the key with h left: allowed here,
-//     with no network wait, and the lease shrinks by h until what it
-//     admitted is acknowledged, when it is whole again (Leases, below).
+//   - else, if j holds a live lease on the key whose unacknowledged
+//     admissions plus h fit it: allowed here, with no network wait
+//     (Leases, below).
 //   - else Allow returns Decision.Coordinate. j sends the coordinator an
 //     Ask (PrepareAsk): the limits, its own newest slices of the key, where
 //     it will count the hits (Pred) and the lease it would like (Want),
@@ -121,12 +121,12 @@
 // the moment it asks again.
 //
 // A lease of a limit whose changes every node merges raises the holder's
-// blind share while it lives: it admits up to its size r unacknowledged,
-// and is whole again at each sync interval whose admissions are
-// acknowledged (the grace after a tick, when U leaves the interval out),
-// so at any instant the hits it admitted that no node has merged are at
-// most r, as the blind share bounds U. Its Want is twice the holder's pace
-// of its current or previous sync interval. A lease of a routed limit
+// blind share while it lives: a check is covered while what the lease
+// admitted that is not yet acknowledged, counted as U is (this sync
+// interval's, and the interval before's during the grace), plus h fit its
+// size r, so at any instant the hits it admitted that no node has merged
+// are at most r, as the blind share bounds U. Its Want is twice the
+// holder's pace of its current or previous sync interval. A lease of a routed limit
 // (below) is spent: its holder sees none of its peers' admissions, so the
 // lease admits r in all, and its Want is that pace over LeaseTime.
 //

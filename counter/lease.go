@@ -5,30 +5,33 @@ import "math"
 // Leases (ClusterConfig.LeaseShare): a key's coordinator lends a node that
 // keeps asking about the key part of the key's blind pool, to decide
 // locally, without the network, until LeaseTime has passed: of a limit
-// every node merges, up to the lease's size each sync interval until it
-// is acknowledged (a blind share lent); of a routed limit, its size in
-// all. What a lease lends is tolerance, not limit: the coordinator
+// every node merges, up to the lease's size unacknowledged at any instant
+// (a blind share lent); of a routed limit, its size in all. What a lease lends is tolerance, not limit: the coordinator
 // never counts a lease in its window, so a lease can never make it deny a
 // check, whoever holds it and whether its holder lives (NFR2 is untouched);
 // and the leases out of one key never exceed leaseCap, the share of the
 // tolerance set aside for them, so what their holders admit unseen adds
 // at most leaseCap to a window (NFR1; the argument is in doc.go).
 
-// heldLease is a lease this node holds on one (limit, key): its size, what
-// is left of it and until when it may be used (unix ms, this node's
+// heldLease is a lease this node holds on one (limit, key): its size,
+// what it admitted, and until when it may be used (unix ms, this node's
 // clock). gen numbers this node's asks about the key: a lease is taken
 // only from the answer to the newest one (Grant), and the coordinator
 // keeps, per node and key, only the lease of the newest ask it decided
 // (lend), so that with several asks of one key in flight at once the lease
 // the node uses is the one the coordinator counts. asked is when the
 // newest ask was prepared: gen is kept that long after it
-// (maxAnswerDelay), whatever the lease. epoch is the acknowledged sync
-// interval (Counter.ackEpoch) of the last refill: a lease on a limit every
-// node merges is back to its size once what it admitted is acknowledged.
+// (maxAnswerDelay), whatever the lease. used and prev are what the lease
+// admitted in the sync interval tick (the low bits of Counter.tickNo) and
+// in the one before, as allow's unacked counts a node's admissions: a
+// lease on a limit every node merges covers a check while those of them
+// not yet acknowledged, plus the check, fit its size. A routed limit's
+// lease is spent: used counts all it admitted.
 type heldLease struct {
-	left  uint16 // a lease is at most maxHeldLease hits
-	size  uint16
-	epoch uint16 // the low bits: a refill skipped after a wrap only admits less
+	size  uint16 // a lease is at most maxHeldLease hits
+	used  uint16
+	prev  uint16
+	tick  uint16
 	gen   uint32
 	til   uint32 // until, in ms after asked
 	asked int64
@@ -59,51 +62,72 @@ type lentLease struct {
 // leases), so memory stays bounded whatever keys go hot.
 const maxLeases = 4096
 
-// ackEpoch numbers the sync intervals whose admissions are acknowledged
-// at now (unix ms): those before the last tick once its grace has passed,
-// else those before the tick before it. It is when a node's unacknowledged
-// admissions (allow's unacked) leave out an interval's.
-func (c *Counter) ackEpoch(cs *clusterState, now int64) uint32 {
-	n := c.tickNo.Load()
-	if now-c.tickAt.Load() < cs.graceMs {
-		n--
-	}
-	return n
+// syncClock is where an instant falls among the sync intervals: the
+// interval (Counter.tickNo: AppendChanges calls so far) and whether the
+// grace after its tick is still running, when the interval before's
+// admissions are not yet acknowledged (allow's unacked counts them).
+type syncClock struct {
+	tick    uint32
+	inGrace bool
 }
 
-// leaseCovers reports whether the lease k holds is live at now with hits
-// left, at the acknowledged sync interval epoch. A lease on a limit whose
-// changes every node merges is a rate: it is refilled to its size each
-// time the hits it admitted are acknowledged (a new epoch), as the blind
-// share is, so what it admitted that no peer has merged is never more than
-// its size. A lease on a routed limit, whose holder does not see its
-// peers' admissions, is spent (refill false): it admits its size in all.
-func (k *keyCoord) leaseCovers(now, hits int64, epoch uint32, refill bool) bool {
+// syncClock returns where now (unix ms) falls among the sync intervals.
+func (c *Counter) syncClock(cs *clusterState, now int64) syncClock {
+	return syncClock{tick: c.tickNo.Load(), inGrace: now-c.tickAt.Load() < cs.graceMs}
+}
+
+// leaseCovers reports whether the lease k holds is live at now and covers
+// hits more, at sync clock clk. A lease on a limit whose changes every
+// node merges (refill) is a blind share lent: what it admitted that is not
+// yet acknowledged (this interval's, and the interval before's during the
+// grace), plus hits, must fit its size, so what it admitted that no peer
+// has merged is never more than its size. A lease on a routed limit,
+// whose holder does not see its peers' admissions, is spent: all it
+// admitted, plus hits, must fit its size.
+func (k *keyCoord) leaseCovers(now, hits int64, clk syncClock, refill bool) bool {
 	if k == nil || !k.holds() || now >= k.held.until() {
 		return false
 	}
-	if refill && k.held.epoch != uint16(epoch) {
-		k.held.left, k.held.epoch = k.held.size, uint16(epoch)
+	h := &k.held
+	if !refill {
+		return int64(h.used)+hits <= int64(h.size)
 	}
-	return int64(k.held.left) >= hits
+	if t := uint16(clk.tick); t != h.tick {
+		// A new interval: the lease's admissions roll as a key's do
+		// (state.roll); after a gap of more than one, none is left.
+		if t == h.tick+1 {
+			h.prev = h.used
+		} else {
+			h.prev = 0
+		}
+		h.used, h.tick = 0, t
+	}
+	unacked := int64(h.used)
+	if clk.inGrace {
+		unacked += int64(h.prev)
+	}
+	return unacked+hits <= int64(h.size)
 }
 
-// useLease spends hits of the lease k holds, which leaseCovers found live.
+// useLease counts hits admitted on the lease k holds, which leaseCovers
+// found live (and rolled to the current interval).
 func (k *keyCoord) useLease(hits int64) {
-	k.held.left -= uint16(hits)
+	k.held.used += uint16(hits)
 }
 
 // hold takes a lease of hits on k until the given instant, lent in
-// answer to the ask numbered gen, at the acknowledged sync interval epoch:
-// only if that is the newest ask about k's key (a later one's answer, or
-// none, is what the coordinator counts).
-func (k *keyCoord) hold(hits, until int64, gen, epoch uint32) {
+// answer to the ask numbered gen, at sync clock clk: only if that is the
+// newest ask about k's key (a later one's answer, or none, is what the
+// coordinator counts). Nothing is admitted on it yet: what the node
+// admitted on its lease before asked is in the slices its ask carried.
+func (k *keyCoord) hold(hits, until int64, gen uint32, clk syncClock) {
 	if k == nil || !k.holds() || k.held.gen != gen {
 		return
 	}
-	n := uint16(max(0, min(hits, maxHeldLease)))
-	k.held.left, k.held.size, k.held.epoch = n, n, uint16(epoch)
-	k.held.til = uint32(max(0, min(until-k.held.asked, math.MaxUint32)))
+	h := &k.held
+	h.size = uint16(max(0, min(hits, maxHeldLease)))
+	h.used, h.prev, h.tick = 0, 0, uint16(clk.tick)
+	h.til = uint32(max(0, min(until-h.asked, math.MaxUint32)))
 }
 
 // askLeases drops the leases held on refs (the limits of one check), whose

@@ -429,8 +429,8 @@
 //     the key's next node, until the version 2 node is heard from again
 //     (its next heartbeat). Leases exist only between version 3 nodes.
 //     How a holder uses a lease is its own (counter, "Leases"): a node of
-//     a release before leases were whole again each acknowledged sync
-//     interval (2026-12-05) spends it hit by hit, which admits less
+//     a release before leases bounded their unacknowledged admissions
+//     (2026-12-05) spends it hit by hit, which admits less
 //     within the same bound, and the coordinator lends and counts a lease
 //     alike for both, so the wire did not change.
 //
