@@ -355,12 +355,11 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		found[i] = ok
 		r := Result{Allowed: count+hits <= l.max || m == modeGrant, Limit: l.max, Count: count, Pending: pending, Remaining: max(l.max-count, 0)}
 		var unacked int64
+		var clk syncClock
 		if cs != nil {
-			st.roll(c.tickNo.Load())
-			unacked = int64(st.pending)
-			if at[i]-c.tickAt.Load() < cs.graceMs {
-				unacked += int64(st.prev) // sent at the last tick, maybe not merged yet
-			}
+			clk = c.syncClock(cs, at[i])
+			st.roll(clk.tick)
+			unacked = clk.unacked(int64(st.pending), int64(st.prev))
 		}
 		if r.Allowed && m == modeAuto && coordinated {
 			if until := s.coord.deniedUntil(k, at[i], l.max); until > 0 {
@@ -373,7 +372,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			if unacked+hits > cs.blind(l.max, c.tolPPM) {
 				// Past the blind share: a lease from the coordinator, or
 				// the coordinator itself.
-				if k.leaseCovers(at[i], hits, c.syncClock(cs, at[i]), !cs.routed(l.max, c.tolPPM)) {
+				if k.leaseCovers(at[i], hits, clk, !cs.routed(l.max, c.tolPPM)) {
 					leased[i] = true
 				} else {
 					d.Coordinate = true

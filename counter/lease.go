@@ -6,9 +6,10 @@ import "math"
 // keeps asking about the key part of the key's blind pool, to decide
 // locally, without the network, until LeaseTime has passed: of a limit
 // every node merges, up to the lease's size unacknowledged at any instant
-// (a blind share lent); of a routed limit, its size in all. What a lease lends is tolerance, not limit: the coordinator
-// never counts a lease in its window, so a lease can never make it deny a
-// check, whoever holds it and whether its holder lives (NFR2 is untouched);
+// (a blind share lent); of a routed limit, its size in all. What a lease
+// lends is tolerance, not limit: the coordinator never counts a lease in
+// its window, so a lease can never make it deny a check, whoever holds it
+// and whether its holder lives (NFR2 is untouched);
 // and the leases out of one key never exceed leaseCap, the share of the
 // tolerance set aside for them, so what their holders admit unseen adds
 // at most leaseCap to a window (NFR1; the argument is in doc.go).
@@ -76,6 +77,16 @@ func (c *Counter) syncClock(cs *clusterState, now int64) syncClock {
 	return syncClock{tick: c.tickNo.Load(), inGrace: now-c.tickAt.Load() < cs.graceMs}
 }
 
+// unacked is what is not yet acknowledged of admissions counted cur in
+// the current sync interval and prev in the one before: cur, and prev
+// too while the grace runs (sent at the last tick, maybe not merged yet).
+func (clk syncClock) unacked(cur, prev int64) int64 {
+	if clk.inGrace {
+		return cur + prev
+	}
+	return cur
+}
+
 // leaseCovers reports whether the lease k holds is live at now and covers
 // hits more, at sync clock clk. A lease on a limit whose changes every
 // node merges (refill) is a blind share lent: what it admitted that is not
@@ -102,11 +113,7 @@ func (k *keyCoord) leaseCovers(now, hits int64, clk syncClock, refill bool) bool
 		}
 		h.used, h.tick = 0, t
 	}
-	unacked := int64(h.used)
-	if clk.inGrace {
-		unacked += int64(h.prev)
-	}
-	return unacked+hits <= int64(h.size)
+	return clk.unacked(int64(h.used), int64(h.prev))+hits <= int64(h.size)
 }
 
 // useLease counts hits admitted on the lease k holds, which leaseCovers
