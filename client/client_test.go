@@ -88,7 +88,7 @@ func TestRequestEncoding(t *testing.T) {
 		{Request{Key: "", Hits: -2}, url.Values{"key": {""}, "hits": {"-2"}}},
 	}
 	s := newStub(t, "a")
-	c := newClient(t, Config{}, s.srv.URL)
+	c := newClient(t, Config{Timeout: 5 * time.Second, AttemptTimeout: 5 * time.Second}, s.srv.URL)
 	for _, tt := range tests {
 		if _, err := c.Check(context.Background(), tt.req); err != nil {
 			t.Fatalf("Check(%+v): %v", tt.req, err)
@@ -231,7 +231,9 @@ func TestHeadersAreTheCallers(t *testing.T) {
 // RateLimit fields, and bad input is an error that never fails open.
 func TestAgainstDaemon(t *testing.T) {
 	srv := daemon(t, rules5)
-	c := newClient(t, Config{}, srv.URL)
+	// Not the defaults' 50 ms: a race build beside the e2e packages took
+	// longer than that for the first check in a CI run of 3a905c6.
+	c := newClient(t, Config{Timeout: 5 * time.Second, AttemptTimeout: 5 * time.Second}, srv.URL)
 	ctx := context.Background()
 	for i := range 5 {
 		d, err := c.Check(ctx, Request{Key: "203.0.113.7"})
