@@ -11,14 +11,14 @@ import (
 // ErrInvalidConfig.
 func TestValidateReportsEveryProblem(t *testing.T) {
 	cc := DefaultClusterConfig("")
-	cc.Nodes, cc.SyncInterval, cc.LeaseTime = 0, 0, -time.Second
+	cc.Nodes, cc.SyncInterval, cc.LeaseTime, cc.RoutedLeaseTime = 0, 0, -time.Second, 0
 	for _, tc := range []struct {
 		name string
 		err  error
 		want []string
 	}{
 		{"Config", Config{Shards: 3, MaxKeys: 0, Tolerance: 2}.Validate(), []string{"Shards", "MaxKeys", "Tolerance"}},
-		{"ClusterConfig", cc.Validate(), []string{"cluster Self", "cluster Nodes", "cluster SyncInterval", "cluster LeaseTime"}},
+		{"ClusterConfig", cc.Validate(), []string{"cluster Self", "cluster Nodes", "cluster SyncInterval", "cluster LeaseTime", "cluster RoutedLeaseTime"}},
 	} {
 		var joined interface{ Unwrap() []error }
 		if !errors.As(tc.err, &joined) || len(joined.Unwrap()) != len(tc.want) {

@@ -304,10 +304,10 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 	}
 	if lease > 0 {
 		// Counted against the pool until the holder has stopped using it
-		// (LeaseTime after the answer reached it, at most maxAnswerDelay
-		// after now) and what it admitted has reached this node (a grant's
-		// lifetime).
-		expires := now + maxAnswerDelay.Milliseconds() + cs.LeaseTime.Milliseconds() + ttl
+		// (its lease time after the answer reached it, at most
+		// maxAnswerDelay after now) and what it admitted has reached this
+		// node (a grant's lifetime).
+		expires := now + cs.lentLeaseMs()
 		for i := range ls {
 			if !s.coord.lend(ks[i], lentLease{expires: expires, id: id, hits: uint32(lease), gen: ask.Gen, origin: origin}) {
 				lease = 0 // refused for one limit: the holder takes none (a lease is taken for all of a check's limits or none)

@@ -276,12 +276,13 @@ func (c *Counter) Grant(t time.Time, key string, hits int64, limits []Limit, res
 	if !leased || s.coord == nil {
 		return d, nil // or no ask of this key was prepared here
 	}
-	// Until LeaseTime after this instant, the answer's: the coordinator
-	// counts the lease for LeaseTime, the longest answer delay and a
-	// grant's lifetime after it took the ask.
+	// Until the limit's lease time after this instant, the answer's: the
+	// coordinator counts the lease for the longer lease time, the longest
+	// answer delay and a grant's lifetime after it took the ask.
 	clk := c.syncClock(cs, t.UnixMilli())
 	for _, l := range limits {
-		s.coord.lookup(dirtyRef{slot: l.slot, key: key}).hold(lease, t.UnixMilli()+cs.LeaseTime.Milliseconds(), gen, clk)
+		until := t.UnixMilli() + cs.leaseTime(cs.routed(l.max, c.tolPPM)).Milliseconds()
+		s.coord.lookup(dirtyRef{slot: l.slot, key: key}).hold(lease, until, gen, clk)
 	}
 	return d, nil
 }

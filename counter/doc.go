@@ -117,8 +117,9 @@
 // window's room and no more than Λ minus the leases other nodes hold on
 // the key; the holder decides hits locally on it, each only while its own
 // count has room (C + h <= L, so a lease never admits past a count that is
-// full), until LeaseTime after the answer reached it, and stops using it
-// the moment it asks again.
+// full), until its lease time after the answer reached it (LeaseTime, or
+// RoutedLeaseTime for a routed limit), and stops using it the moment it
+// asks again.
 //
 // A lease of a limit whose changes every node merges raises the holder's
 // blind share while it lives: a check is covered while what the lease
@@ -128,11 +129,15 @@
 // are at most r, as the blind share bounds U. Its Want is twice the
 // holder's pace of its current or previous sync interval. A lease of a routed limit
 // (below) is spent: its holder sees none of its peers' admissions, so the
-// lease admits r in all, and its Want is that pace over LeaseTime.
+// lease admits r in all, and its Want is that pace over RoutedLeaseTime.
+// So a merged limit's lease may live long (LeaseTime, 3 s by default):
+// its life sets how often it is renewed, not what it admits unseen; a
+// routed limit's lives a second.
 //
 // The coordinator counts the lease against Λ
 // until the holder has stopped using it and what it admitted has been
-// merged (LeaseTime, the longest answer delay and a grant's lifetime),
+// merged (the longer lease time, whatever the limit's kind, the longest
+// answer delay and a grant's lifetime),
 // or until the holder's next ask (whose slices carry what the old lease
 // admitted) or its release of the ask replaces or drops it.
 //

@@ -1,10 +1,14 @@
 package counter
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Leases (ClusterConfig.LeaseShare): a key's coordinator lends a node that
 // keeps asking about the key part of the key's blind pool, to decide
-// locally, without the network, until LeaseTime has passed: of a limit
+// locally, without the network, until its lease time has passed
+// (ClusterConfig.LeaseTime; RoutedLeaseTime for a routed limit): of a limit
 // every node merges, up to the lease's size unacknowledged at any instant
 // (a blind share lent); of a routed limit, its size in all. What a lease
 // lends is tolerance, not limit: the coordinator never counts a lease in
@@ -42,6 +46,24 @@ type heldLease struct {
 // held as this many hits, which only admits less than the coordinator
 // counts. (It keeps a record small: TestKeyCoordSize.)
 const maxHeldLease = math.MaxUint16
+
+// leaseTime is how long a lease of a routed limit or of a merged one is
+// used (ClusterConfig.LeaseTime, RoutedLeaseTime).
+func (cs *clusterState) leaseTime(routed bool) time.Duration {
+	if routed {
+		return cs.RoutedLeaseTime
+	}
+	return cs.LeaseTime
+}
+
+// lentLeaseMs is how long a coordinator counts a lease it lends against the
+// pool, after the longest answer delay: the longer lease time, whatever
+// the limit's kind, since nodes may see the cluster's size, and so which
+// limits are routed, differently for a while; then a grant's lifetime, for
+// what the lease admitted to be merged.
+func (cs *clusterState) lentLeaseMs() int64 {
+	return maxAnswerDelay.Milliseconds() + max(cs.LeaseTime, cs.RoutedLeaseTime).Milliseconds() + cs.grantTTLMs()
+}
 
 // until is the instant (unix ms) the lease stops being usable.
 func (h *heldLease) until() int64 { return h.asked + int64(h.til) }
@@ -244,7 +266,7 @@ func (cs *coordState) sweepLeases(k *keyCoord, now int64) {
 // included: of a limit whose changes every node merges, twice that pace,
 // since the lease is refilled each sync interval (leaseCovers); of a
 // routed limit, whose lease is spent, the hits it would decide in
-// LeaseTime.
+// RoutedLeaseTime.
 func (cs *clusterState) want(st *state, hits int64, routed bool) int64 {
 	if cs.LeaseShare == 0 {
 		return 0
@@ -252,7 +274,7 @@ func (cs *clusterState) want(st *state, hits int64, routed bool) int64 {
 	per := max(int64(st.pending)+hits, int64(st.prev))
 	intervals := int64(2)
 	if routed {
-		intervals = int64((cs.LeaseTime + cs.syncInterval - 1) / cs.syncInterval)
+		intervals = int64((cs.RoutedLeaseTime + cs.syncInterval - 1) / cs.syncInterval)
 	}
 	return min(per*intervals, MaxLimit)
 }
