@@ -296,9 +296,11 @@
 // keys whose window holds at least ClusterConfig.HotShare of their limit,
 // for anti-entropy, from a set the counter keeps as counts cross that
 // share, so its cost follows the hot keys, not all keys, and
-// AppendHotChanged those of them that started within a slice length and
-// a given span of now, the only ones that may have changed within that
-// span (a slice grows only while younger than its slice length);
+// AppendHotChanged those of them that may have changed within a given
+// span of now: started within a slice length and the span (a slice grows
+// only while younger than its slice length), and their origin's newest or
+// followed by its next within the span (an origin counts only in its
+// newest slice);
 // AppendState returns every live slice of an origin, for a peer that
 // (re)joins.
 //

@@ -51,12 +51,16 @@ func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 
 // AppendHotChanged is AppendHot of the slices that may have changed within
 // recent of now: those that started within recent plus the limit's slice
-// length (a slice grows only while younger than its slice length, Model),
-// so every slice is in each call within recent of its last change. A key
+// length (a slice grows only while younger than its slice length, Model)
+// and that are their origin's newest or were followed by its next within
+// recent (an origin counts only in its newest slice: window.go's add), so
+// every slice is in each call within recent of its last change. A key
 // past its limit keeps a slice for every few admissions, hundreds in its
-// window, of which only the last few change: anti-entropy that re-sends
+// window, of which only the newest changes: anti-entropy that re-sends
 // them all at every round costs its peers a merge of each (the engine
-// re-sends them all every few rounds instead). recent 0: every live slice.
+// re-sends them all every few rounds instead). It reads a key's slices
+// from the newest back, as far as the first that cannot have changed.
+// recent 0: every live slice.
 func (c *Counter) AppendHotChanged(dst []Entry, now time.Time, origin string, recent time.Duration) []Entry {
 	cs := c.cluster.Load()
 	if cs == nil {
@@ -95,6 +99,8 @@ func (c *Counter) AppendHotChanged(dst []Entry, now time.Time, origin string, re
 			after := nowMs - t.windowMs
 			if recent > 0 && int(ref.slot) < len(sliceMs) {
 				after = max(after, nowMs-sliceMs[ref.slot]-recent.Milliseconds())
+				dst = st.appendOriginChanged(dst, ids[ref.slot], ref.key, origin, o, after, nowMs-recent.Milliseconds())
+				continue
 			}
 			dst = st.appendOrigin(dst, ids[ref.slot], ref.key, origin, o, after)
 		}

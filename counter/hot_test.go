@@ -153,3 +153,41 @@ func TestAppendHotChangedHoldsEveryRecentChange(t *testing.T) {
 		t.Fatalf("%d slices kept and %d omitted: the test exercises nothing", kept, omitted)
 	}
 }
+
+// TestAppendHotChangedSkipsFollowedSlices: of a key whose slices close
+// every few admissions, AppendHotChanged returns only the slices counted
+// in within recent (the newest, and those whose next one opened within
+// recent), not every slice younger than a slice length.
+func TestAppendHotChangedSkipsFollowedSlices(t *testing.T) {
+	a := newNode(t, "a", 2, false)
+	// 80 admissions 50 ms apart: the slices' tails close them every few.
+	for ms := int64(0); ms < 4000; ms += 50 {
+		if !a.allow(t, ms, "k") {
+			t.Fatalf("request at %d ms denied", ms)
+		}
+	}
+	now, recent := at(3950), 200*time.Millisecond
+	all := a.c.AppendHot(nil, now, "a")
+	got := a.c.AppendHotChanged(nil, now, "a", recent)
+	young := 0 // slices started within a slice length and recent: what a start alone would keep
+	for _, e := range all {
+		if e.Start > now.UnixMilli()-1000-recent.Milliseconds() {
+			young++
+		}
+	}
+	// The slices' starts, the newest last: the last ones whose successor
+	// opened at or after now − recent, and the newest.
+	var want []Entry
+	for i, e := range all {
+		if i == len(all)-1 || all[i+1].Start >= now.UnixMilli()-recent.Milliseconds() {
+			want = append(want, e)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AppendHotChanged = %v, want %v", got, want)
+	}
+	if len(got) >= young || len(all) < 20 {
+		t.Fatalf("%d slices returned of %d started within a slice length and recent (%d in all): nothing skipped", len(got), young, len(all))
+	}
+	t.Logf("%d of %d slices, %d of them young", len(got), len(all), young)
+}

@@ -42,7 +42,7 @@
 //     loss is healed within that interval, and every one of them each
 //     tenth round, for a change whose delta and both re-sends were lost
 //     (a key past its limit keeps hundreds of slices, of which only the
-//     newest change; BENCHMARKS.md has what re-sending them all cost), and
+//     newest changes; BENCHMARKS.md has what re-sending them all cost), and
 //     every routed change of the interval again
 //     (a routed key's count here is only this node's part, too small to
 //     judge it hot by); a peer that gets none of it gets an empty message,
