@@ -38,10 +38,7 @@ func TestFaultCoordinatorStoppedRouted(t *testing.T) {
 // every node's flags.
 func coordinatorStopped(t *testing.T, args ...string) {
 	c := startLab(t, 8, args...)
-	budgetBound := labBound(t, 8, true)
-	// Package counter, "Two coordinators at once": the budget's bound plus
-	// a limit and a lease pool, which is within the tolerance (0.1).
-	twoCoordinators := budgetBound + 1 + 0.1
+	twoCoordinators := labTwoCoordinatorsBound(t, 8)
 	key := "abuse-hot"
 	k := engine.CoordinatorOf(key, nodetest.Names(c.Procs))
 	var coord *nodetest.Proc

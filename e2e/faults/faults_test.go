@@ -183,9 +183,18 @@ func loss(t *testing.T, args ...string) {
 	run.wait()
 	during := run.judge(cs, faultAt, healed, nil)
 	t.Logf("during the loss: %v", during)
+	// A node whose asks go unanswered fails the coordinator over to the
+	// key's runner-up and tells the others; until they all agree, two
+	// nodes grant the key. The runner-up of abuse-1, coordinated by node
+	// 1, is node 2, which hears nothing from node 1: it then grants on a
+	// count without node 1's admissions, for the whole minute. So with
+	// any failover the bound is that of two coordinators (docs/faults.md).
+	if runnerUp > 0 || told > 0 {
+		bound = labTwoCoordinatorsBound(t, 8)
+	}
 	nodetest.Figures(t, "2 one-way loss 1->2 and 20 % random loss for 60 s"+scenarioNote(args),
 		"5xx", during.fiveXX, "unanswered", during.noAnswer, "compliant denied", during.compliantDenied,
-		"false rejections (oracle)", during.falseRejections, "worst ratio", during.worst, "derived bound", bound,
+		"false rejections (oracle)", during.falseRejections, "worst ratio", during.worst, "derived bound", fmt.Sprintf("%.2f", bound),
 		"packets dropped", drops, "checks decided by the budget", fallbacks, "node-2's largest merge lag of node-1 (s)", maxLag,
 		"asks to a runner-up", runnerUp, "coordinators failed over on a peer's notice", told)
 
