@@ -3,6 +3,7 @@ package counter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -80,9 +81,17 @@ type Pred struct {
 // the answer's arrival, so the coordinator counts it that much longer.
 const maxAnswerDelay = time.Second
 
-// maxAskEntries caps the slices an ask carries per limit: the newest
-// ones, which are those the coordinator may not have merged yet.
-const maxAskEntries = 8
+// maxAskEntries is how many of its newest slices an ask carries per limit
+// at least, and MaxAskEntries how many it carries in all at most. Between
+// the two it carries every slice that may not be merged anywhere yet (one
+// that may have changed within a grant's lifetime): a coordinator drops
+// the asker's old lease on a new ask, counting on those slices to bring
+// what that lease admitted. When they do not all fit, the ask wants no
+// lease (Want 0), so the old one stays counted until it expires.
+const (
+	maxAskEntries = 8
+	MaxAskEntries = maxAskEntries * MaxLimitsPerCall
+)
 
 // PrepareAsk fills ask for a check of key that Allow answered with
 // Decision.Coordinate. It counts nothing. ask's slices are reused.
@@ -100,21 +109,10 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		}
 	}
 	self := c.Self()
+	unsent := false // a slice that may not be merged did not fit the ask
 	s, tag := c.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cs.coordinated() && cs.LeaseShare > 0 {
-		// No lease is used while the ask is out: what the old one admitted
-		// is in the slices below, and the answer may bring a new one.
-		var refs [MaxLimitsPerCall]dirtyRef
-		for i, l := range limits {
-			refs[i] = dirtyRef{slot: l.slot, key: key}
-		}
-		if s.coord == nil {
-			s.coord = &coordState{}
-		}
-		ask.Gen = s.coord.askLeases(refs[:len(limits)], now)
-	}
 	for i, l := range limits {
 		id := l.ID()
 		ask.Limits = append(ask.Limits, id)
@@ -144,14 +142,61 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 			}
 		}
 		ask.Preds = append(ask.Preds, p)
-		n := 0
-		for j := st.sl.n - 1; j >= 0 && n < maxAskEntries; j-- {
-			if st.sl.origin(j) == 0 {
-				ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: st.start(j), Count: st.sl.count(j)})
-				n++
-			}
+		fresh := now // without a cluster: no lease to replace
+		if cs != nil {
+			fresh = now - cs.grantTTLMs()
+		}
+		if !st.appendAskEntries(ask, id, key, self, fresh, MaxAskEntries/len(limits)) {
+			unsent = true
 		}
 	}
+	switch {
+	case unsent:
+		// The coordinator must not replace the lease this node holds, so
+		// the ask wants none, and the old one is kept: the coordinator
+		// counts it until it expires, and it may still cover a check.
+		ask.Want = 0
+	case cs.coordinated() && cs.LeaseShare > 0:
+		// No lease is used while the ask is out: what the old one admitted
+		// is in the slices above, and the answer may bring a new one.
+		var refs [MaxLimitsPerCall]dirtyRef
+		for i, l := range limits {
+			refs[i] = dirtyRef{slot: l.slot, key: key}
+		}
+		if s.coord == nil {
+			s.coord = &coordState{}
+		}
+		ask.Gen = s.coord.askLeases(refs[:len(limits)], now)
+	}
+}
+
+// appendAskEntries appends to ask the newest local slices of st: at least
+// maxAskEntries (as many as there are), and every one that may have
+// changed at or after fresh, up to most in all. A local slice changes only
+// while it is the newest (window.go's add), so one followed by the next
+// before fresh has not changed since. It reports whether every slice that
+// may have changed since fresh is in.
+func (st *state) appendAskEntries(ask *Ask, id, key, self string, fresh int64, most int) bool {
+	n := 0
+	next := int64(math.MaxInt64) // the start of the local slice after j: none yet
+	for j := st.sl.n - 1; j >= 0; j-- {
+		if st.sl.origin(j) != 0 {
+			continue
+		}
+		changed := next >= fresh
+		switch {
+		case n < maxAskEntries || changed && n < most:
+		case changed:
+			return false
+		default:
+			return true
+		}
+		start := st.start(j)
+		ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: start, Count: st.sl.count(j)})
+		n++
+		next = start
+	}
+	return true
 }
 
 // familyMax is what an ask states as l's max (Ask.Max): its call's for a

@@ -224,3 +224,66 @@ func TestLeaseRefillKeepsTheBound(t *testing.T) {
 		})
 	}
 }
+
+// TestAskCarriesWhatMayBeUnmerged: a coordinator drops the asker's old
+// lease on a new ask, counting on the ask's slices to bring what that
+// lease admitted. So an ask carries every local slice that may have
+// changed within a grant's lifetime (450 ms here), at least its newest 8,
+// at most MaxAskEntries; when those slices do not fit, it wants no lease
+// and keeps the one it holds, which the coordinator then keeps counting.
+func TestAskCarriesWhatMayBeUnmerged(t *testing.T) {
+	tests := []struct {
+		name     string
+		hits     int   // one a millisecond from 0
+		askAt    int64 // ms
+		wantAll  bool  // every slice that may have changed is in
+		wantWant bool  // the ask wants a lease
+	}{
+		{"a few slices, all recent", 30, 40, true, true},
+		{"more recent slices than 8", 120, 130, true, true},
+		{"more recent slices than fit", 1000, 1001, false, false},
+		{"old slices only: the newest 8", 120, 2000, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := newCoordCluster(t, 8, 600, time.Minute, 12, 1) // a slice's tail holds 2
+			c, lim := cl.nodes[0], []Limit{cl.lims[0]}
+			var res [1]Result
+			for ms := range int64(tt.hits) {
+				if _, err := c.Grant(at(ms), "k", 1, lim, res[:]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ask Ask
+			c.PrepareAsk(at(tt.askAt), "k", 1, lim, &ask)
+			// The oracle: every local slice, and which may have changed
+			// since askAt − 450 ms (the newest, or one followed by the
+			// next at or after that).
+			all := c.AppendState(nil, at(tt.askAt), c.Self(), 0)
+			carried := map[int64]uint32{}
+			for _, e := range ask.Entries {
+				carried[e.Start] = e.Count
+			}
+			missing, recent := 0, 0
+			for i, e := range all {
+				if i < len(all)-1 && all[i+1].Start < at(tt.askAt).UnixMilli()-450 {
+					continue
+				}
+				recent++
+				if n, ok := carried[e.Start]; !ok || n != e.Count {
+					missing++
+				}
+			}
+			if got := missing == 0; got != tt.wantAll {
+				t.Errorf("%d of %d slices that may have changed are missing; want all in: %v", missing, recent, tt.wantAll)
+			}
+			if got := ask.Want > 0; got != tt.wantWant {
+				t.Errorf("Want = %d; want a lease: %v", ask.Want, tt.wantWant)
+			}
+			if want := min(len(all), max(recent, 8), MaxAskEntries); len(ask.Entries) != want {
+				t.Errorf("%d entries of %d slices (%d recent), want %d", len(ask.Entries), len(all), recent, want)
+			}
+			t.Logf("%d slices, %d of them recent, %d carried", len(all), recent, len(ask.Entries))
+		})
+	}
+}

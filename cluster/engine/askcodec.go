@@ -139,8 +139,9 @@ type Answer struct {
 const maxLeadMs = int64(time.Hour / time.Millisecond)
 
 // maxAskEntriesWire bounds the entries of a decoded ask: counter.PrepareAsk
-// sends at most 8 per limit.
-const maxAskEntriesWire = 8 * counter.MaxLimitsPerCall
+// sends at most counter.MaxAskEntries (8 per limit of the most a check
+// has, which releases before 2026-12-05 sent at most per limit).
+const maxAskEntriesWire = counter.MaxAskEntries
 
 // encodeBody returns kind followed by go-msgpack's encoding of v: the
 // codec of the reset messages (resetcodec.go), rare enough to keep it.
