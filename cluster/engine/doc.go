@@ -432,7 +432,12 @@
 //     a release before leases bounded their unacknowledged admissions
 //     (2026-12-05) spends it hit by hit, which admits less
 //     within the same bound, and the coordinator lends and counts a lease
-//     alike for both, so the wire did not change.
+//     alike for both, so the wire did not change. Since the same day an
+//     ask carries every local slice that may not be merged yet, up to
+//     counter.MaxAskEntries (64, which every release decodes) rather than
+//     the newest 8 per limit, or wants no lease; an asker of an earlier
+//     release still carries 8, so its coordinator may replace its lease
+//     over admissions it has not seen (counter, "Leases"), as before.
 //
 //   - Coordination, 3 and 4: version 4 adds the max an ask states per
 //     limit (counter.Ask.Max: a limit the caller stated, such as an Envoy
