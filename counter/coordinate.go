@@ -3,7 +3,6 @@ package counter
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -172,18 +171,11 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 
 // appendAskEntries appends to ask the newest local slices of st: at least
 // maxAskEntries (as many as there are), and every one that may have
-// changed at or after fresh, up to most in all. A local slice changes only
-// while it is the newest (window.go's add), so one followed by the next
-// before fresh has not changed since. It reports whether every slice that
-// may have changed since fresh is in.
+// changed at or after fresh (newestBack), up to most in all. It reports
+// whether every slice that may have changed since fresh is in.
 func (st *state) appendAskEntries(ask *Ask, id, key, self string, fresh int64, most int) bool {
 	n := 0
-	next := int64(math.MaxInt64) // the start of the local slice after j: none yet
-	for j := st.sl.n - 1; j >= 0; j-- {
-		if st.sl.origin(j) != 0 {
-			continue
-		}
-		changed := next >= fresh
+	for j, changed := range st.newestBack(0, fresh) {
 		switch {
 		case n < maxAskEntries || changed && n < most:
 		case changed:
@@ -191,10 +183,8 @@ func (st *state) appendAskEntries(ask *Ask, id, key, self string, fresh int64, m
 		default:
 			return true
 		}
-		start := st.start(j)
-		ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: start, Count: st.sl.count(j)})
+		ask.Entries = append(ask.Entries, Entry{Limit: id, Key: key, Origin: self, Start: st.start(j), Count: st.sl.count(j)})
 		n++
-		next = start
 	}
 	return true
 }

@@ -2,7 +2,6 @@ package counter
 
 import (
 	"cmp"
-	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -306,24 +305,17 @@ func (s *state) appendOrigin(dst []Entry, limitID, key, origin string, o int, af
 }
 
 // appendOriginChanged is appendOrigin of the slices that may have changed
-// at or after changed: an origin counts only in its newest slice, so one
-// followed by its next before changed has not changed since, and neither
-// has any before it. It reads from the newest slice back and stops at the
-// first of origin o that is too old either way; what it appends is in
-// start order, as appendOrigin's.
-func (s *state) appendOriginChanged(dst []Entry, limitID, key, origin string, o int, after, changed int64) []Entry {
+// at or after since (newestBack): it reads from the newest slice back and
+// stops at the first of origin o that is too old either way; what it
+// appends is in start order, as appendOrigin's.
+func (s *state) appendOriginChanged(dst []Entry, limitID, key, origin string, o int, after, since int64) []Entry {
 	mark := len(dst)
-	next := int64(math.MaxInt64) // the start of o's slice after j: none yet
-	for j := s.sl.n - 1; j >= 0; j-- {
-		if int(s.sl.origin(j)) != o {
-			continue
-		}
+	for j, changed := range s.newestBack(o, since) {
 		start := s.start(j)
-		if start <= after || next < changed {
+		if start <= after || !changed {
 			break
 		}
 		dst = append(dst, Entry{Limit: limitID, Key: key, Origin: origin, Start: start, Count: s.sl.count(j)})
-		next = start
 	}
 	slices.Reverse(dst[mark:])
 	return dst

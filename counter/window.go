@@ -2,6 +2,7 @@ package counter
 
 import (
 	"cmp"
+	"iter"
 	"math"
 )
 
@@ -128,6 +129,25 @@ func (s *state) newestLocal() int {
 		}
 	}
 	return -1
+}
+
+// newestBack yields origin o's slices from the newest back, each with
+// whether it may have changed at or after since: an origin counts only in
+// its newest slice (add), so one its next followed before since has not
+// changed since, and neither has any before it.
+func (s *state) newestBack(o int, since int64) iter.Seq2[int, bool] {
+	return func(yield func(int, bool) bool) {
+		next := int64(math.MaxInt64) // the start of o's slice after j: none yet
+		for j := s.sl.n - 1; j >= 0; j-- {
+			if int(s.sl.origin(j)) != o {
+				continue
+			}
+			if !yield(j, next >= since) {
+				return
+			}
+			next = s.start(j)
+		}
+	}
 }
 
 // clamp returns now, or the start of the newest local slice if that is
