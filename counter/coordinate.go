@@ -82,11 +82,14 @@ const maxAnswerDelay = time.Second
 
 // maxAskEntries is how many of its newest slices an ask carries per limit
 // at least, and MaxAskEntries how many it carries in all at most. Between
-// the two it carries every slice that may not be merged anywhere yet (one
-// that may have changed within a grant's lifetime): a coordinator drops
-// the asker's old lease on a new ask, counting on those slices to bring
-// what that lease admitted. When they do not all fit, the ask wants no
-// lease (Want 0), so the old one stays counted until it expires.
+// the two it carries every slice that may hold a hit admitted on a lease
+// the coordinator may still count for the asker and that may not be
+// merged anywhere yet: one that may have changed since the newest lease
+// taken on the key was asked for (heldLease.leaseFrom; when that is not
+// known, any) and within a grant's lifetime. A coordinator drops the
+// asker's old lease on a new ask, counting on those slices to bring what
+// that lease admitted. When they do not all fit, the ask wants no lease
+// (Want 0), so the old one stays counted until it expires.
 const (
 	maxAskEntries = 8
 	MaxAskEntries = maxAskEntries * MaxLimitsPerCall
@@ -144,6 +147,13 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		fresh := now // without a cluster: no lease to replace
 		if cs != nil {
 			fresh = now - cs.grantTTLMs()
+			if s.coord != nil {
+				if k := s.coord.lookup(dirtyRef{slot: l.slot, key: key}); k != nil && k.holds() {
+					if from, ok := k.held.leaseFrom(); ok {
+						fresh = max(fresh, from)
+					}
+				}
+			}
 		}
 		if !st.appendAskEntries(ask, id, key, self, fresh, MaxAskEntries/len(limits)) {
 			unsent = true

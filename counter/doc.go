@@ -141,13 +141,19 @@
 // or until the holder's next ask (whose slices carry what the old lease
 // admitted) or its release of the ask replaces or drops it. An ask
 // carries every local slice of the key that may have changed within a
-// grant's lifetime, not only its newest 8: a lease that admitted more
-// slices than those, not yet merged, and was replaced on the strength of
-// 8, let its coordinator lend the pool again over admissions it had not
-// seen (found 2026-12-05: a 64-node routed simulation with 3 s leases
-// measured 1.072 × against its bound of 1.06). Where those slices pass
-// MaxAskEntries, the ask wants no lease and its holder keeps the one it
-// has, which the coordinator keeps counting until it expires.
+// grant's lifetime since the newest lease its node took on the key was
+// asked for, not only its newest 8: a lease that admitted more slices
+// than those, not yet merged, and was replaced on the strength of 8, let
+// its coordinator lend the pool again over admissions it had not seen
+// (found 2026-12-05: a 64-node routed simulation with 3 s leases measured
+// 1.072 × against its bound of 1.06). Since then suffices: the
+// coordinator counts only the lease of the holder's newest ask it
+// decided, the holder takes a lease only from the answer to its newest
+// ask, and each lease it took before was dropped by an ask that carried,
+// so, what that one admitted. Where those slices pass MaxAskEntries (or,
+// when the node does not know when it last took a lease, every slice of
+// the grant's lifetime does), the ask wants no lease and its holder keeps
+// the one it has, which the coordinator keeps counting until it expires.
 //
 // NFR2 is untouched: the coordinator never counts a lease in its window,
 // so no denial anywhere ever needs a lease to deny. A lease stranded on an

@@ -31,15 +31,58 @@ import (
 // in the one before, as allow's unacked counts a node's admissions: a
 // lease on a limit every node merges covers a check while those of them
 // not yet acknowledged, plus the check, fit its size. A routed limit's
-// lease is spent: used counts all it admitted.
+// lease is spent: used counts all it admitted. taken tells when the
+// newest lease this node took on the key was asked for (leaseFrom): a new
+// ask carries the slices that may have changed since (PrepareAsk).
 type heldLease struct {
 	size  uint16 // a lease is at most maxHeldLease hits
 	used  uint16
 	prev  uint16
 	tick  uint16
 	gen   uint32
-	til   uint32 // until, in ms after asked
+	til   uint16 // until, in ms after asked (at most maxHeldMs)
+	taken uint16 // the newest lease taken was asked for this many ms before asked, plus 1; 0: not known
 	asked int64
+}
+
+// maxHeldMs is the longest a node uses a lease after asking for it: a
+// longer one lent (a lease time past a minute) is used this long, which
+// only admits less than the coordinator counts. Like maxHeldLease, it
+// keeps a record small (TestKeyCoordSize).
+const maxHeldMs = math.MaxUint16
+
+// leaseFrom returns the instant (unix ms, this node's clock) the newest
+// lease this node took on the key was asked for, and whether it knows it:
+// this record's own once the answer brought one (size > 0), else the one
+// askLeases kept from the record before. Every hit admitted on a lease the
+// key's coordinator may still count for this node was admitted at or
+// after it: the coordinator counts only the lease of the newest ask of
+// this node's it decided, a lease is taken only from the answer to the
+// newest ask, and each lease taken before this one was dropped by an ask
+// that carried, the same way, what it admitted. Not known: no lease taken
+// since the record was made (a record is dropped once its lease has
+// expired), or over a minute ago.
+func (h *heldLease) leaseFrom() (int64, bool) {
+	switch {
+	case h.size > 0:
+		return h.asked, true
+	case h.taken > 0:
+		return h.asked - int64(h.taken-1), true
+	}
+	return 0, false
+}
+
+// takenBefore is the taken field of a record asked at now that follows h.
+func (h *heldLease) takenBefore(now int64) uint16 {
+	from, ok := h.leaseFrom()
+	if !ok {
+		return 0
+	}
+	d := max(now-from, 0) // from after now (asks out of order): now, which carries more
+	if d >= math.MaxUint16 {
+		return 0 // long ago: not known, and older than any slice an ask must carry
+	}
+	return uint16(d + 1)
 }
 
 // maxHeldLease is the largest lease a node holds: a larger one lent is
@@ -156,7 +199,7 @@ func (k *keyCoord) hold(hits, until int64, gen uint32, clk syncClock) {
 	h := &k.held
 	h.size = uint16(max(0, min(hits, maxHeldLease)))
 	h.used, h.prev, h.tick = 0, 0, uint16(clk.tick)
-	h.til = uint32(max(0, min(until-h.asked, math.MaxUint32)))
+	h.til = uint16(max(0, min(until-h.asked, maxHeldMs)))
 }
 
 // askLeases drops the leases held on refs (the limits of one check), whose
@@ -175,7 +218,7 @@ func (cs *coordState) askLeases(refs []dirtyRef, now int64) uint32 {
 	for i, ref := range refs {
 		switch k := ks[i]; {
 		case k != nil && k.holds():
-			k.held = heldLease{gen: gen, asked: now}
+			k.held = heldLease{gen: gen, asked: now, taken: k.held.takenBefore(now)}
 		case cs.held < maxLeases:
 			cs.setHeld(cs.upsert(ref), heldLease{gen: gen, asked: now}, true)
 		}

@@ -228,37 +228,53 @@ func TestLeaseRefillKeepsTheBound(t *testing.T) {
 // TestAskCarriesWhatMayBeUnmerged: a coordinator drops the asker's old
 // lease on a new ask, counting on the ask's slices to bring what that
 // lease admitted. So an ask carries every local slice that may have
-// changed within a grant's lifetime (450 ms here), at least its newest 8,
-// at most MaxAskEntries; when those slices do not fit, it wants no lease
-// and keeps the one it holds, which the coordinator then keeps counting.
+// changed within a grant's lifetime (450 ms here) and since the newest
+// lease it took was asked for, at least its newest 8, at most
+// MaxAskEntries; when those slices do not fit, it wants no lease and keeps
+// the one it holds, which the coordinator then keeps counting. A key that
+// renews its lease often (one at one node far past its blind share, each
+// hit opening slices) thus carries the slices of its last lease only, and
+// keeps its leases (the last row; with a grant's lifetime of slices it
+// carried 64 of 151 and wanted none).
 func TestAskCarriesWhatMayBeUnmerged(t *testing.T) {
 	tests := []struct {
-		name     string
-		hits     int   // one a millisecond from 0
-		askAt    int64 // ms
-		wantAll  bool  // every slice that may have changed is in
-		wantWant bool  // the ask wants a lease
+		name       string
+		hits       int   // one a millisecond from 0
+		leaseEvery int64 // ms: an ask and a lease taken on its answer every so often from 0; 0 none
+		askAt      int64 // ms
+		wantAll    bool  // every slice that may have changed is in
+		wantWant   bool  // the ask wants a lease
 	}{
-		{"a few slices, all recent", 30, 40, true, true},
-		{"more recent slices than 8", 120, 130, true, true},
-		{"more recent slices than fit", 1000, 1001, false, false},
-		{"old slices only: the newest 8", 120, 2000, true, true},
+		{"a few slices, all recent", 30, 0, 40, true, true},
+		{"more recent slices than 8", 120, 0, 130, true, true},
+		{"more recent slices than fit", 1000, 0, 1001, false, false},
+		{"old slices only: the newest 8", 120, 0, 2000, true, true},
+		{"more recent slices than fit, a lease taken 50 ms ago", 1000, 50, 1001, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := newCoordCluster(t, 8, 600, time.Minute, 12, 1) // a slice's tail holds 2
 			c, lim := cl.nodes[0], []Limit{cl.lims[0]}
-			var res [1]Result
+			var ask Ask
+			since := tt.askAt - 450 // what may have changed since is carried
 			for ms := range int64(tt.hits) {
+				var res [1]Result
+				if tt.leaseEvery > 0 && ms%tt.leaseEvery == 0 {
+					c.PrepareAsk(at(ms), "k", 1, lim, &ask)
+					if ask.Want == 0 {
+						t.Fatalf("the ask at %d ms wants no lease", ms)
+					}
+					res[0].Lease, res[0].LeaseGen = 5, ask.Gen
+					since = max(tt.askAt-450, ms)
+				}
 				if _, err := c.Grant(at(ms), "k", 1, lim, res[:]); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var ask Ask
 			c.PrepareAsk(at(tt.askAt), "k", 1, lim, &ask)
 			// The oracle: every local slice, and which may have changed
-			// since askAt − 450 ms (the newest, or one followed by the
-			// next at or after that).
+			// since (the newest, or one followed by the next at or after
+			// that).
 			all := c.AppendState(nil, at(tt.askAt), c.Self(), 0)
 			carried := map[int64]uint32{}
 			for _, e := range ask.Entries {
@@ -266,7 +282,7 @@ func TestAskCarriesWhatMayBeUnmerged(t *testing.T) {
 			}
 			missing, recent := 0, 0
 			for i, e := range all {
-				if i < len(all)-1 && all[i+1].Start < at(tt.askAt).UnixMilli()-450 {
+				if i < len(all)-1 && all[i+1].Start < at(since).UnixMilli() {
 					continue
 				}
 				recent++
@@ -284,6 +300,46 @@ func TestAskCarriesWhatMayBeUnmerged(t *testing.T) {
 				t.Errorf("%d entries of %d slices (%d recent), want %d", len(ask.Entries), len(all), recent, want)
 			}
 			t.Logf("%d slices, %d of them recent, %d carried", len(all), recent, len(ask.Entries))
+		})
+	}
+}
+
+// TestLeaseFrom: a node knows when the newest lease it took on a key was
+// asked for, through asks whose answers brought none or were lost, since
+// an ask carries the slices since then (PrepareAsk).
+func TestLeaseFrom(t *testing.T) {
+	type step struct {
+		askAt int64 // an ask at this ms
+		lease int64 // the answer's lease; 0 none (or lost)
+		from  int64 // then leaseFrom: the instant, or -1 not known
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"no lease taken yet", []step{{1000, 0, -1}, {1100, 0, -1}}},
+		{"a lease taken", []step{{1000, 5, 1000}}},
+		{"answers after it brought none", []step{{1000, 5, 1000}, {1100, 0, 1000}, {1300, 0, 1000}}},
+		{"the newest lease taken", []step{{1000, 5, 1000}, {1100, 0, 1000}, {1200, 7, 1200}, {1250, 0, 1200}}},
+		{"over a minute ago: not known", []step{{1000, 5, 1000}, {1000 + 65534, 0, 1000}, {1000 + 65535, 0, -1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs coordState
+			ref := dirtyRef{slot: 0, key: "k"}
+			for i, st := range tc.steps {
+				gen := cs.askLeases([]dirtyRef{ref}, st.askAt)
+				k := cs.lookup(ref)
+				if st.lease > 0 {
+					k.hold(st.lease, st.askAt+3000, gen, syncClock{})
+				}
+				from, ok := k.held.leaseFrom()
+				if !ok {
+					from = -1
+				}
+				if from != st.from {
+					t.Fatalf("step %d (%+v): leaseFrom %d, want %d", i, st, from, st.from)
+				}
+			}
 		})
 	}
 }

@@ -433,7 +433,8 @@
 //     (2026-12-05) spends it hit by hit, which admits less
 //     within the same bound, and the coordinator lends and counts a lease
 //     alike for both, so the wire did not change. Since the same day an
-//     ask carries every local slice that may not be merged yet, up to
+//     ask carries every local slice that may hold an admission, not yet
+//     merged, of the lease its coordinator counts for it, up to
 //     counter.MaxAskEntries (64, which every release decodes) rather than
 //     the newest 8 per limit, or wants no lease; an asker of an earlier
 //     release still carries 8, so its coordinator may replace its lease
