@@ -115,7 +115,8 @@ type ClusterConfig struct {
 	// that is not yet acknowledged, not what it admits in all, so its life
 	// sets only how often it is renewed, each renewal a check that waits
 	// on the network (lease.go). Default 3s. Must be positive when
-	// LeaseShare is.
+	// LeaseShare is. A node uses a lease at most about 65 s after asking
+	// for it, whatever this says (the coordinator counts it the longer).
 	LeaseTime time.Duration
 	// RoutedLeaseTime is LeaseTime for a routed limit's lease, which is
 	// spent hit by hit (its holder sees none of its peers' admissions), so
