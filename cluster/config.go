@@ -22,10 +22,19 @@ const (
 	TransportTCP = "tcp"
 )
 
-// udpBudget is the most bytes one sync datagram may take on the wire:
-// memberlist's own packet budget (UDPBufferSize), which stays under a
-// 1,500-byte Ethernet MTU with the IP and UDP headers.
-const udpBudget = 1400
+// DefaultDatagramBudget is Config.DatagramBudget's default: memberlist's
+// own packet budget (UDPBufferSize), which stays under a 1,500-byte
+// Ethernet MTU with the IP and UDP headers.
+const DefaultDatagramBudget = 1400
+
+// The range of Config.DatagramBudget: at least what IPv6's least MTU
+// (1,280 bytes) carries, with room for the longest label and encryption;
+// at most the largest message a stream carries (engine.DefaultStreamBytes),
+// well under UDP's limit.
+const (
+	MinDatagramBudget = 1200
+	MaxDatagramBudget = engine.DefaultStreamBytes
+)
 
 // Config configures a Node. Build it from DefaultConfig.
 type Config struct {
@@ -78,6 +87,19 @@ type Config struct {
 	GossipKeys [][]byte
 	// SyncTransport is TransportUDP (default) or TransportTCP.
 	SyncTransport string
+	// DatagramBudget is the most bytes one sync datagram (TransportUDP)
+	// may take, memberlist's framing included, the IP and UDP headers
+	// not: default 1,400, under a 1,500-byte Ethernet MTU. On a network
+	// of larger frames (an MTU of 9,001 between instances of one AWS VPC,
+	// say, or nodes on one host) a larger budget carries more entries a
+	// datagram, so every node sends, receives and handles fewer of them
+	// (8,900 carries about six times 1,400's). A budget past the path's
+	// MTU makes IP fragment the datagrams, and a lost fragment loses the
+	// whole datagram; a network that drops fragments loses them all. Use
+	// the MTU less 28 (IPv4) or 48 (IPv6) at most; on an overlay or VPN of
+	// a smaller MTU than 1,428, lower it likewise. MinDatagramBudget to
+	// MaxDatagramBudget.
+	DatagramBudget int
 	// SendSpread spreads the datagrams of one tick to one peer evenly over
 	// this share of the sync interval after the tick (default 0.1: 20 ms of
 	// 200 ms; 0 sends them at once). Ticks are aligned on every node, so
@@ -114,13 +136,14 @@ type Config struct {
 // derived from the default BindAddr.
 func DefaultConfig() Config {
 	c := Config{
-		BindAddr:      "0.0.0.0:7946",
-		Timing:        engine.DefaultTiming(),
-		LeaveTimeout:  2 * time.Second,
-		SyncTransport: TransportUDP,
-		SendSpread:    0.1,
-		QueueLength:   64,
-		Now:           time.Now,
+		BindAddr:       "0.0.0.0:7946",
+		Timing:         engine.DefaultTiming(),
+		LeaveTimeout:   2 * time.Second,
+		SyncTransport:  TransportUDP,
+		DatagramBudget: DefaultDatagramBudget,
+		SendSpread:     0.1,
+		QueueLength:    64,
+		Now:            time.Now,
 	}
 	c.NodeName, _ = DefaultNodeName(c.BindAddr)
 	return c
@@ -195,6 +218,9 @@ func (c Config) Validate() error {
 	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
 	}
+	if c.DatagramBudget < MinDatagramBudget || c.DatagramBudget > MaxDatagramBudget {
+		bad("DatagramBudget must be between %d and %d bytes, got %d", MinDatagramBudget, MaxDatagramBudget, c.DatagramBudget)
+	}
 	if !(c.SendSpread >= 0 && c.SendSpread <= 0.25) {
 		bad("SendSpread must be between 0 and 0.25 (a share of the sync interval), got %v", c.SendSpread)
 	}
@@ -218,16 +244,16 @@ func splitHostPort(hp string) (string, int, error) {
 }
 
 // datagramMessageBytes is the largest sync message that still fits one
-// datagram of udpBudget bytes with c's label and encryption.
+// datagram of c.DatagramBudget bytes with c's label and encryption.
 func (c Config) datagramMessageBytes() int {
-	return datagramBytes(c.Label, len(c.GossipKey) > 0 || len(c.GossipKeys) > 0)
+	return datagramBytes(c.DatagramBudget, c.Label, len(c.GossipKey) > 0 || len(c.GossipKeys) > 0)
 }
 
 // datagramBytes is the largest sync message that still fits one datagram
-// of udpBudget bytes with memberlist's framing: the user-message byte, the
+// of budget bytes with memberlist's framing: the user-message byte, the
 // CRC header, the label header and the AES-GCM overhead.
-func datagramBytes(label string, encrypted bool) int {
-	n := udpBudget - 1 - 5
+func datagramBytes(budget int, label string, encrypted bool) int {
+	n := budget - 1 - 5
 	if label != "" {
 		n -= 2 + len(label)
 	}

@@ -38,6 +38,11 @@ func TestConfigValidate(t *testing.T) {
 		{"short key", func(c *Config) { c.GossipKey = make([]byte, 15) }, "GossipKey must have 16, 24 or 32 bytes"},
 		{"quic", func(c *Config) { c.SyncTransport = "quic" }, "SyncTransport"},
 		{"no queue", func(c *Config) { c.QueueLength = 0 }, "QueueLength"},
+		{"jumbo datagrams", func(c *Config) { c.DatagramBudget = 8900 }, ""},
+		{"least datagrams", func(c *Config) { c.DatagramBudget = MinDatagramBudget }, ""},
+		{"largest datagrams", func(c *Config) { c.DatagramBudget = MaxDatagramBudget }, ""},
+		{"datagrams too small", func(c *Config) { c.DatagramBudget = MinDatagramBudget - 1 }, "DatagramBudget must be between 1200 and 60000 bytes"},
+		{"datagrams too large", func(c *Config) { c.DatagramBudget = MaxDatagramBudget + 1 }, "DatagramBudget"},
 		{"negative spread", func(c *Config) { c.SendSpread = -0.1 }, "SendSpread"},
 		{"spread past the grace", func(c *Config) { c.SendSpread = 0.3 }, "SendSpread"},
 		{"no clock offset check", func(c *Config) { c.MaxClockOffset = 0 }, ""},
@@ -76,23 +81,28 @@ func TestDefaultNodeName(t *testing.T) {
 	}
 }
 
-// Sync messages must fit one datagram of udpBudget bytes with memberlist's
-// framing, whatever the label and encryption add.
+// Sync messages must fit one datagram of DatagramBudget bytes with
+// memberlist's framing, whatever the label and encryption add, and be a
+// size the Engine takes, over the budget's whole range.
 func TestDatagramBudget(t *testing.T) {
 	for _, tc := range []struct {
-		label string
-		key   []byte
-		want  int
+		budget int
+		label  string
+		key    []byte
+		want   int
 	}{
-		{"", nil, 1394},
-		{"prod", nil, 1388},
-		{"", make([]byte, 32), 1365},
-		{strings.Repeat("l", 255), make([]byte, 16), 1108},
+		{DefaultDatagramBudget, "", nil, 1394},
+		{DefaultDatagramBudget, "prod", nil, 1388},
+		{DefaultDatagramBudget, "", make([]byte, 32), 1365},
+		{DefaultDatagramBudget, strings.Repeat("l", 255), make([]byte, 16), 1108},
+		{8900, "", nil, 8894},
+		{MinDatagramBudget, strings.Repeat("l", 255), make([]byte, 16), 908},
+		{MaxDatagramBudget, "", nil, 59994},
 	} {
 		c := DefaultConfig()
-		c.Label, c.GossipKey = tc.label, tc.key
+		c.DatagramBudget, c.Label, c.GossipKey = tc.budget, tc.label, tc.key
 		if got := c.datagramMessageBytes(); got != tc.want {
-			t.Errorf("label %d bytes, key %d bytes: %d, want %d", len(tc.label), len(tc.key), got, tc.want)
+			t.Errorf("budget %d, label %d bytes, key %d bytes: %d, want %d", tc.budget, len(tc.label), len(tc.key), got, tc.want)
 		}
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)

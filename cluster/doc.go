@@ -118,9 +118,11 @@
 // for up to TCPTimeout. Datagrams go out at once and alone, and the loss
 // they risk on a congested network only matters for keys near their
 // limit, which anti-entropy re-sends every second. A datagram stays under
-// 1,400 bytes with memberlist's framing, label and encryption (Ethernet
-// MTU, no fragmentation); a message that cannot (a 1 KiB key under a long
-// node name) goes over a stream instead. Catch-up and hello replies, which
+// Config.DatagramBudget, 1,400 bytes by default, with memberlist's
+// framing, label and encryption (Ethernet MTU, no fragmentation; a network
+// of larger frames may raise it, and each node then handles fewer
+// datagrams); a message that cannot (a 1 KiB key under a long node name)
+// goes over a stream instead. Catch-up and hello replies, which
 // can be megabytes, always go over streams in 60 KB messages.
 // Compression is off: LZW halves the bytes on the wire but adds half
 // again the CPU of the whole sync, and a megabyte per second is nothing on

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,7 +337,7 @@ func TestGracefulLeave(t *testing.T) {
 // other message fits a datagram.
 func TestOversizeDeltaGoesByStream(t *testing.T) {
 	nw := newNetwork()
-	nw.mtu = udpBudget // a datagram over budget would be lost
+	nw.mtu = DefaultDatagramBudget // a datagram over budget would be lost
 	o := nodeOpts{nw: nw, config: func(c *Config) {
 		c.Label = strings.Repeat("l", 255)
 		c.GossipKey = []byte("0123456789abcdef0123456789abcdef")
@@ -382,6 +383,38 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	}
 	if over == 0 {
 		t.Fatal("no message over the datagram budget: the stream fallback went untested")
+	}
+}
+
+// With a larger DatagramBudget (a network of jumbo frames) a node's
+// deltas travel in datagrams of up to that size and no more: a path of
+// that MTU, which drops anything longer, delivers every count.
+func TestLargerDatagramBudget(t *testing.T) {
+	const budget = 8900
+	nw := newNetwork()
+	nw.mtu = budget
+	var largest atomic.Int64
+	nw.lose = func(_, _ string, b []byte) bool {
+		for n := int64(len(b)); ; {
+			m := largest.Load()
+			if n <= m || largest.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return false
+	}
+	nodes := startCluster(t, 2, nodeOpts{nw: nw, config: func(c *Config) { c.DatagramBudget = budget }})
+	for i := range 1000 {
+		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
+	}
+	for _, k := range []string{"client-0000", "client-0500", "client-0999"} {
+		waitCounts(t, k, 1, nodes...)
+	}
+	if got := largest.Load(); got <= DefaultDatagramBudget || got > budget {
+		t.Fatalf("largest datagram %d bytes, want over the default budget %d and at most %d", got, DefaultDatagramBudget, budget)
+	}
+	if got := nodes[0].n.dgram; got != budget-6 {
+		t.Fatalf("sync messages of at most %d bytes, want %d", got, budget-6)
 	}
 }
 

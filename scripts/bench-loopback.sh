@@ -16,6 +16,8 @@
 #   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000 ROUNDS=3
 #   DURATION=30s CONNS=64 scripts/bench-loopback.sh
 #   NODES=8 scripts/bench-loopback.sh    # single node vs a node of 8
+#   NODES=8 NODE_ARGS="-sync-datagram-bytes 8900" scripts/bench-loopback.sh
+#                                        # flags for the cluster's nodes only
 #
 # WARMUP=1 (the default) first runs each service once, unreported in the
 # medians: the first run of a cluster meets every key new on all N nodes
@@ -31,6 +33,7 @@ THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 WARMUP=${WARMUP:-1}
 NODES=${NODES:-0}
+NODE_ARGS=${NODE_ARGS:-}
 
 if ! command -v wrk >/dev/null; then
   echo "wrk not found; installing it from Debian's packages" >&2
@@ -52,6 +55,8 @@ if [ "$NODES" -gt 1 ]; then
   for i in $(seq 1 "$NODES"); do
     h=127.0.0.1:$(freeport) g=127.0.0.1:$(freeport)
     args=(-node-name "node$i" -http-addr "$h" -bind-addr "$g" -rules testdata/rules.yaml -log-level warn)
+    # shellcheck disable=SC2206 # NODE_ARGS is split into flags on purpose
+    args+=($NODE_ARGS)
     if [ -z "$seed" ]; then seed=$g caddr=$h; else args+=(-join "$seed"); fi
     bin/limiterd "${args[@]}" &
     pids+=($!)

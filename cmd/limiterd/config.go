@@ -54,6 +54,7 @@ type config struct {
 	clusterLabel        string
 	gossipKey           []byte
 	syncTransport       string
+	syncDatagramBytes   int
 	budget              bool
 	coordinate          bool
 	coordinatorDeadline time.Duration
@@ -86,6 +87,7 @@ func defaultConfig() config {
 		antiEntropyInterval: node.AntiEntropyInterval,
 		rejoinInterval:      node.RejoinInterval,
 		syncTransport:       node.SyncTransport,
+		syncDatagramBytes:   node.DatagramBudget,
 		maxClockOffset:      node.MaxClockOffset,
 		coordinatorDeadline: decision.DefaultDeadline,
 	}
@@ -181,6 +183,7 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.GossipKey = c.gossipKey
 	cc.GossipKeys = c.gossipKeys
 	cc.SyncTransport = c.syncTransport
+	cc.DatagramBudget = c.syncDatagramBytes
 	cc.SendSpread = c.syncSpread
 	cc.MaxClockOffset = c.maxClockOffset
 	return cc
