@@ -300,6 +300,7 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		}
 		k := s.coord.lookup(dirtyRef{slot: l.slot, key: ask.Key})
 		ks[i] = k
+		s.coord.followAsk(k, origin, ask.Gen)
 		if ask.Settled > 0 {
 			k.settle(&st, origin, ask.Settled)
 		}
@@ -344,7 +345,7 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		if lease > 0 && cs != nil {
 			// What is left of the key's lease pool once the other nodes'
 			// leases are out, and no more than the window has room for.
-			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.leasesOut(ks[i], origin, now), results[i].Remaining)
+			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.leasesOut(ks[i], origin, ask.Gen, now), results[i].Remaining)
 		}
 	}
 	if lease > 0 {

@@ -68,7 +68,7 @@ func TestCoordStateCounts(t *testing.T) {
 			}
 		case 5:
 			k := cs.lookup(ref)
-			cs.leasesOut(k, origin, now)
+			cs.leasesOut(k, origin, uint32(step), now)
 			cs.tidy(ref, k)
 		case 6:
 			cs.deny(ref, denial{until: now + int64(rng.IntN(2000)) + 1, max: 600}, now, 2)

@@ -146,14 +146,20 @@
 // than those, not yet merged, and was replaced on the strength of 8, let
 // its coordinator lend the pool again over admissions it had not seen
 // (found 2026-12-05: a 64-node routed simulation with 3 s leases measured
-// 1.072 × against its bound of 1.06). Since then suffices: the
-// coordinator counts only the lease of the holder's newest ask it
-// decided, the holder takes a lease only from the answer to its newest
-// ask, and each lease it took before was dropped by an ask that carried,
-// so, what that one admitted. Where those slices pass MaxAskEntries (or,
-// when the node does not know when it last took a lease, every slice of
-// the grant's lifetime does), the ask wants no lease and its holder keeps
-// the one it has, which the coordinator keeps counting until it expires.
+// 1.072 × against its bound of 1.06). Since then suffices: a coordinator
+// replaces a holder's lease only on the holder's next ask, numbered one
+// past the ask the lease answered (or past asks it decided without a new
+// lease, which carried the same slices), so no ask to another
+// coordinator came between; the holder takes a lease only from the
+// answer to its newest ask; and each lease it took before from this
+// coordinator was replaced by such an ask, which carried, so, what that
+// one admitted. A lease whose holder asked elsewhere in between (a
+// coordinator failed over and back) stays counted until it expires
+// (TestLeaseReplacedOnlyByTheNextAsk). Where those slices pass
+// MaxAskEntries (or, when the node does not know when it last took a
+// lease, every slice of the grant's lifetime does), the ask wants no
+// lease and its holder keeps the one it has, which the coordinator keeps
+// counting until it expires.
 //
 // NFR2 is untouched: the coordinator never counts a lease in its window,
 // so no denial anywhere ever needs a lease to deny. A lease stranded on an

@@ -54,14 +54,15 @@ const maxHeldMs = math.MaxUint16
 // leaseFrom returns the instant (unix ms, this node's clock) the newest
 // lease this node took on the key was asked for, and whether it knows it:
 // this record's own once the answer brought one (size > 0), else the one
-// askLeases kept from the record before. Every hit admitted on a lease the
-// key's coordinator may still count for this node was admitted at or
-// after it: the coordinator counts only the lease of the newest ask of
-// this node's it decided, a lease is taken only from the answer to the
-// newest ask, and each lease taken before this one was dropped by an ask
-// that carried, the same way, what it admitted. Not known: no lease taken
-// since the record was made (a record is dropped once its lease has
-// expired), or over a minute ago.
+// askLeases kept from the record before. Every hit admitted on a lease
+// that an ask's coordinator may replace was admitted at or after it: a
+// coordinator replaces only the lease that answered this node's previous
+// ask to it, with no ask elsewhere between (followAsk), a lease is taken
+// only from the answer to the newest ask, and each lease taken before
+// this one from that coordinator was replaced by an ask that carried, the
+// same way, what it admitted. Not known: no lease taken since the record
+// was made (a record is dropped once its lease has expired), or over a
+// minute ago.
 func (h *heldLease) leaseFrom() (int64, bool) {
 	switch {
 	case h.size > 0:
@@ -227,9 +228,33 @@ func (cs *coordState) askLeases(refs []dirtyRef, now int64) uint32 {
 	return gen
 }
 
-// leasesOut returns the hits lent on k's key at now to nodes other than
-// origin, dropping the expired leases. The caller tidies k.
-func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
+// followAsk takes origin's ask numbered gen about k's key as following the
+// ask that origin's lease here answered, when its number is the next
+// (renumbering the lease gen): the holder then asked no other node in
+// between, so this ask carries what the lease admitted (PrepareAsk
+// carries the slices since the newest lease its holder took, which is
+// that one or a later one lent here, which replaced it the same way), and
+// leasesOut and lend treat the lease as this ask's to replace. A lease
+// whose holder's next ask went elsewhere in between (a coordinator failed
+// over and back) stays counted until it expires: the slices of this ask
+// need not hold what it admitted. Renumbering also carries a lease over
+// an ask decided without a new one (denied, or the pool empty), which
+// carried its slices as well.
+func (cs *coordState) followAsk(k *keyCoord, origin uint16, gen uint32) {
+	if k == nil || gen == 0 {
+		return
+	}
+	for i, o := range k.lentList() {
+		if o.origin == origin && o.gen+1 == gen {
+			k.lentList()[i].gen = gen
+		}
+	}
+}
+
+// leasesOut returns the hits lent on k's key at now but for origin's
+// lease that its ask numbered gen replaces (followAsk), dropping the
+// expired leases. The caller tidies k.
+func (cs *coordState) leasesOut(k *keyCoord, origin uint16, gen uint32, now int64) int64 {
 	if k == nil || len(k.lentList()) == 0 {
 		return 0
 	}
@@ -240,7 +265,7 @@ func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
 			continue
 		}
 		kept = append(kept, l)
-		if l.origin != origin {
+		if l.origin != origin || l.gen != gen {
 			sum += int64(l.hits)
 		}
 	}
@@ -249,11 +274,12 @@ func (cs *coordState) leasesOut(k *keyCoord, origin uint16, now int64) int64 {
 }
 
 // lend records a lease of hits on k's key to origin for ask id, replacing
-// the one origin held, and reports whether it did: an ask from a holder
-// means it stopped using its lease, and what it admitted on it is in the
-// slices the ask carried, merged before this decision. An ask older (by
-// the holder's numbering) than one decided already gets no lease: its
-// holder would not take it.
+// the one origin held that the ask follows (followAsk), and reports
+// whether it did: an ask from a holder means it stopped using its lease,
+// and what it admitted on it is in the slices the ask carried, merged
+// before this decision. An ask older (by the holder's numbering) than one
+// decided already gets no lease: its holder would not take it. Others of
+// origin's leases stay counted until they expire.
 func (cs *coordState) lend(k *keyCoord, l lentLease) bool {
 	if len(k.lentList()) == 0 && cs.lent >= maxLeases {
 		return false
@@ -265,7 +291,7 @@ func (cs *coordState) lend(k *keyCoord, l lentLease) bool {
 	}
 	kept := k.lentList()[:0]
 	for _, o := range k.lentList() {
-		if o.origin != l.origin {
+		if o.origin != l.origin || o.gen != l.gen {
 			kept = append(kept, o)
 		}
 	}

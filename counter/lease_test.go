@@ -102,7 +102,7 @@ func TestLeasesStayWithinTheirShare(t *testing.T) {
 	for _, a := range arr {
 		cl.check(a.t, a.node, "k", 1)
 		s, _ := kc.locate("k")
-		out := s.coord.leasesOut(s.coord.lookup(dirtyRef{slot: cl.lims[k].slot, key: "k"}), 0xffff, a.t)
+		out := s.coord.leasesOut(s.coord.lookup(dirtyRef{slot: cl.lims[k].slot, key: "k"}), 0xffff, 0, a.t)
 		if out > limitCap {
 			t.Fatalf("at %d ms %d hits lent, more than the cap %d", a.t, out, limitCap)
 		}
@@ -339,6 +339,51 @@ func TestLeaseFrom(t *testing.T) {
 				if from != st.from {
 					t.Fatalf("step %d (%+v): leaseFrom %d, want %d", i, st, from, st.from)
 				}
+			}
+		})
+	}
+}
+
+// TestLeaseReplacedOnlyByTheNextAsk: a coordinator replaces a holder's
+// lease only on the holder's next ask (its number the lease's plus one,
+// or an ask after one decided here without a new lease), since only that
+// ask is sure to carry what the lease admitted; a lease whose holder asked
+// elsewhere in between (a failover and back) stays counted, against the
+// pool, until it expires.
+func TestLeaseReplacedOnlyByTheNextAsk(t *testing.T) {
+	const origin, other = 1, 2
+	for _, tc := range []struct {
+		name     string
+		asks     []uint32 // the holder's asks decided without a lease, by number, before the one that lends
+		gen      uint32   // the ask that lends
+		wantOut  int64    // leasesOut for it: the others' 3, and the old lease's 5 unless replaced
+		wantKept int      // leases counted after it lends
+	}{
+		{"the next ask", nil, 6, 3, 2},
+		{"after a gap", nil, 7, 8, 3},
+		{"after a denied next ask", []uint32{6}, 7, 3, 2},
+		{"after a denied ask past a gap", []uint32{7}, 8, 8, 3},
+		{"an older ask", nil, 4, 8, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs coordState
+			ref := dirtyRef{slot: 0, key: "k"}
+			k := cs.upsert(ref)
+			cs.lend(k, lentLease{expires: 5000, id: 1, hits: 5, gen: 5, origin: origin})
+			cs.lend(k, lentLease{expires: 5000, id: 2, hits: 3, gen: 9, origin: other})
+			for _, g := range tc.asks {
+				cs.followAsk(k, origin, g)
+			}
+			cs.followAsk(k, origin, tc.gen)
+			if got := cs.leasesOut(k, origin, tc.gen, 1000); got != tc.wantOut {
+				t.Errorf("leasesOut %d, want %d", got, tc.wantOut)
+			}
+			lent := cs.lend(k, lentLease{expires: 5000, id: 3, hits: 4, gen: tc.gen, origin: origin})
+			if lent != (tc.gen > 5) {
+				t.Errorf("lent %v for ask %d after the lease of ask 5", lent, tc.gen)
+			}
+			if got := len(k.lentList()); got != tc.wantKept {
+				t.Errorf("%d leases counted after the ask, want %d: %+v", got, tc.wantKept, k.lentList())
 			}
 		})
 	}
