@@ -439,6 +439,14 @@
 //     the newest 8 per limit, or wants no lease; an asker of an earlier
 //     release still carries 8, so its coordinator may replace its lease
 //     over admissions it has not seen (counter, "Leases"), as before.
+//     From the tenth session of that day an ask carries the slices since
+//     its node's newest lease (at most a grant's lifetime back), and a
+//     coordinator replaces a lease only on its holder's next ask; a
+//     coordinator of an earlier release replaces it on any later ask, so
+//     a holder that asked another coordinator and came back within a
+//     grant's lifetime may have its lease replaced there over admissions
+//     not yet merged, during a failover, which the bound of two
+//     coordinators already spans with a lease pool per coordinator.
 //
 //   - Coordination, 3 and 4: version 4 adds the max an ask states per
 //     limit (counter.Ask.Max: a limit the caller stated, such as an Envoy
