@@ -147,12 +147,8 @@ func (c *Counter) PrepareAsk(t time.Time, key string, hits int64, limits []Limit
 		fresh := now // without a cluster: no lease to replace
 		if cs != nil {
 			fresh = now - cs.grantTTLMs()
-			if s.coord != nil {
-				if k := s.coord.lookup(dirtyRef{slot: l.slot, key: key}); k != nil && k.holds() {
-					if from, ok := k.held.leaseFrom(); ok {
-						fresh = max(fresh, from)
-					}
-				}
+			if from, ok := s.coord.lookup(dirtyRef{slot: l.slot, key: key}).leaseFrom(); ok {
+				fresh = max(fresh, from)
 			}
 		}
 		if !st.appendAskEntries(ask, id, key, self, fresh, MaxAskEntries/len(limits)) {

@@ -73,6 +73,15 @@ func (h *heldLease) leaseFrom() (int64, bool) {
 	return 0, false
 }
 
+// leaseFrom is heldLease.leaseFrom of the lease k holds; not known when k
+// (nil: no record) holds none.
+func (k *keyCoord) leaseFrom() (int64, bool) {
+	if k == nil || !k.holds() {
+		return 0, false
+	}
+	return k.held.leaseFrom()
+}
+
 // takenBefore is the taken field of a record asked at now that follows h.
 func (h *heldLease) takenBefore(now int64) uint16 {
 	from, ok := h.leaseFrom()
