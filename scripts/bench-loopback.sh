@@ -12,6 +12,9 @@
 # cluster's node 1, so the three are interleaved under the same conditions:
 # the cluster node's ratio to the single node is the cost of being one
 # node of N (its peers run on the same cores and merge what it sends).
+# It also prints the CPU time (user and system, from /proc) the single node
+# and the cluster's node 1 and its peers spent per check answered in those
+# rounds, which tells the node's own cost apart from its peers'.
 #
 #   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000 ROUNDS=3
 #   DURATION=30s CONNS=64 scripts/bench-loopback.sh
@@ -98,7 +101,7 @@ cputicks() {
   echo "$one $peers"
 }
 noops=() checks=() clustered=()
-cone=0 cpeers=0
+cone=0 cpeers=0 csingle=0
 warm=()
 for _ in $(seq "$WARMUP"); do
   warm+=("no-op $(run "/healthz?key=client-")" "/check $(run "/check?key=client-")")
@@ -106,7 +109,10 @@ for _ in $(seq "$WARMUP"); do
 done
 for _ in $(seq "$ROUNDS"); do
   noops+=("$(run "/healthz?key=client-")")
+  s0=$(awk '{print $14 + $15}' "/proc/${pids[0]}/stat")
   checks+=("$(run "/check?key=client-")")
+  s1=$(awk '{print $14 + $15}' "/proc/${pids[0]}/stat")
+  csingle=$((csingle + s1 - s0))
   if [ -n "$caddr" ]; then
     read -r o0 p0 < <(cputicks)
     clustered+=("$(run "/check?key=client-" "$caddr")")
@@ -122,6 +128,14 @@ echo "wrk -t$THREADS -c$CONNS -d$DURATION, $KEYS keys, $ROUNDS rounds after $WAR
 echo "no-op (/healthz) req/s: ${noops[*]} (median $noop)"
 echo "/check           req/s: ${checks[*]} (median $check)"
 awk -v c="$check" -v n="$noop" 'BEGIN {printf "ratio /check / no-op (medians): %.3f\n", c / n}'
+# CPU per check: the process's user and system time over the checks it
+# answered in the rounds (req/s x the round's seconds), so that a node of
+# the cluster can be set against the single node check for check.
+secs() { case $1 in *s) echo "${1%s}" ;; *m) echo $((${1%m} * 60)) ;; *h) echo $((${1%h} * 3600)) ;; *) echo "$1" ;; esac; }
+dur_s=$(secs "$DURATION")
+sum() { printf '%s\n' "$@" | awk '{s += $1} END {print s}'; }
+hz=$(getconf CLK_TCK)
+awk -v s="$csingle" -v hz="$hz" -v r="$(sum "${checks[@]}")" -v d="$dur_s" 'BEGIN {printf "CPU of the single node during its /check rounds: %.1f s, %.1f us per check\n", s / hz, 1e6 * s / hz / (r * d)}'
 if [ -n "$caddr" ]; then
   # What the cluster node's checks waited on: asks sent to another node
   # (a network round trip each), of every check it decided.
@@ -130,8 +144,8 @@ if [ -n "$caddr" ]; then
   asks_n=$(awk '/^limiterd_coordinator_asks_total/ {s += $2} END {printf "%d", s}' <<<"$m")
   fb_n=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ {s += $2} END {printf "%d", s}' <<<"$m")
   echo "node of $NODES: $asks_n of $checks_n checks asked another node over the network ($fb_n fell back to the budget)"
-  hz=$(getconf CLK_TCK)
-  awk -v o="$cone" -v p="$cpeers" -v hz="$hz" -v n="$((NODES - 1))" 'BEGIN {printf "CPU during the cluster runs: node 1 %.1f s, its %d peers %.1f s together\n", o / hz, n, p / hz}'
+  awk -v o="$cone" -v p="$cpeers" -v hz="$hz" -v n="$((NODES - 1))" -v r="$(sum "${clustered[@]}")" -v d="$dur_s" \
+    'BEGIN {c = r * d; printf "CPU during the cluster rounds: node 1 %.1f s, %.1f us per check; its %d peers %.1f s together, %.1f us per check\n", o / hz, 1e6 * o / hz / c, n, p / hz, 1e6 * p / hz / c}'
   c=$(median "${clustered[@]}")
   echo "/check, node of $NODES req/s: ${clustered[*]} (median $c)"
   awk -v c="$c" -v s="$check" -v n="$noop" 'BEGIN {printf "ratio node of '"$NODES"' / single node (medians): %.3f; / no-op: %.3f\n", c / s, c / n}'

@@ -42,6 +42,8 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutAt, "cut-at", cfg.CutAt, "model time `D` at which the fallback and partition scenarios cut the cut node off")
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
 	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
+	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "sync interval `D` of every node instead of limiterd's (0: limiterd's, 200ms)")
+	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, instead of limiterd's (0: limiterd's, 0.1); the bound follows")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&cfg.Alone, "alone", cfg.Alone, "record node N-1 to a temporary file and replay it on its own after each run: the engine time a node pays on a machine of its own (engine_ns_per_check_alone)")
 	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` (made if missing) as SCENARIO-N.rec (--replay reads them)")
@@ -55,6 +57,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
+                     [--sync D] [--tolerance T]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
        limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -75,6 +78,9 @@ seconds. In the fallback scenario node --cut-node (0) goes silent from
 ways, its requests going to the others, which fail its keys over. In the partition
 scenario (not run by default) it is cut off the same way but still takes
 its share of the requests and decides them alone, by the budget.
+--sync and --tolerance change every node's sync interval and tolerance,
+to see what a faster sync or a looser bound would buy (the network wait
+at HS2, for one); the derived bound follows them.
 
 It prints, per N and scenario (--json: one object a line, the fields in
 brackets): sync bytes and messages sent per node and model second, every

@@ -57,6 +57,11 @@ type Config struct {
 	Budget   bool    // counter.ClusterConfig.Budget
 	Floor    float64 // counter.ClusterConfig.BudgetFloor
 	Grace    float64 // counter.ClusterConfig.DeliveryGrace
+	// Tolerance is every node's counter.Config.Tolerance, the share of
+	// the limit the cluster may admit past it; 0 is limiterd's default
+	// (counter.DefaultConfig). Studies of what a bound other than
+	// limiterd's would buy set it; the derived bound (Bound) follows.
+	Tolerance float64
 	// Stagger spreads the nodes' ticks: node i ticks i x Stagger / N
 	// (whole ms) after each multiple of Sync. 0 ticks all nodes at once, as
 	// the seed's model does; Stagger = Sync spreads them evenly over the
@@ -194,7 +199,18 @@ func (c Config) Validate() error {
 	if c.Workers < 0 {
 		bad("workers must not be negative, got %d", c.Workers)
 	}
+	if !(c.Tolerance >= 0 && c.Tolerance <= 1) {
+		bad("tolerance must be between 0 (limiterd's default) and 1, got %v", c.Tolerance)
+	}
 	return errors.Join(errs...)
+}
+
+// tolerance is Tolerance, or limiterd's default for 0.
+func (c Config) tolerance() float64 {
+	if c.Tolerance == 0 {
+		return counter.DefaultConfig().Tolerance
+	}
+	return c.Tolerance
 }
 
 // skewOffset is node i's clock offset in ms: -Skew for node 0, +Skew for
@@ -215,7 +231,9 @@ func (c Config) skewOffset(i int) int64 {
 // newCounter returns a node's counter, limiterd's defaults with the
 // simulation's cluster settings.
 func (c Config) newCounter(name string) (*counter.Counter, error) {
-	ctr, err := counter.New(counter.DefaultConfig())
+	cfg := counter.DefaultConfig()
+	cfg.Tolerance = c.tolerance()
+	ctr, err := counter.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +258,7 @@ func (c Config) clusterConfig(name string) counter.ClusterConfig {
 // cluster, as the nodes' counters derive it (counter.BoundOf): ticks at
 // one instant, delivery within the grace.
 func (c Config) Bound() counter.Bound {
-	return counter.BoundOf(counter.DefaultConfig().Tolerance, c.clusterConfig("node-0"), c.Limit, c.Window)
+	return counter.BoundOf(c.tolerance(), c.clusterConfig("node-0"), c.Limit, c.Window)
 }
 
 // Shares is how the tolerance of the simulated limit is spent, as the

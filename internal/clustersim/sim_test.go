@@ -120,6 +120,8 @@ func TestConfigValidate(t *testing.T) {
 		{"huge skew", func(sc *Config) { sc.Skew = 2 * time.Hour }},
 		{"certain loss", func(sc *Config) { sc.Loss = 1 }},
 		{"negative workers", func(sc *Config) { sc.Workers = -1 }},
+		{"negative tolerance", func(sc *Config) { sc.Tolerance = -0.1 }},
+		{"tolerance past the limit", func(sc *Config) { sc.Tolerance = 1.5 }},
 	}
 	for _, tt := range tests {
 		sc := DefaultConfig()

@@ -81,6 +81,12 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
+	// Sync and Tolerance, when not zero, replace limiterd's sync interval
+	// and tolerance (clustersim.Config.Sync and Tolerance): what a faster
+	// sync, or a bound looser than 1.1 x the limit, would change. The
+	// derived bound (Row.BoundRatio) follows them.
+	Sync      time.Duration
+	Tolerance float64
 	// Alone records one node (AloneNode) as the simulation runs, to a
 	// temporary file, and replays it on that node alone afterwards
 	// (clustersim.Replay): Row.EngineNsPerCheckAlone, the engine time a
@@ -160,6 +166,12 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < 0 {
 		bad("workers must not be negative, got %d", c.Workers)
+	}
+	if c.Sync != 0 && (c.Sync < time.Millisecond || c.Sync > 10*time.Second || c.Sync%time.Millisecond != 0) {
+		bad("the sync interval must be 0 (limiterd's) or a whole number of milliseconds between 1ms and 10s, got %v", c.Sync)
+	}
+	if !(c.Tolerance >= 0 && c.Tolerance <= 1) {
+		bad("the tolerance must be 0 (limiterd's) or at most 1, got %v", c.Tolerance)
 	}
 	return errors.Join(errs...)
 }

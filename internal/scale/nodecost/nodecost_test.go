@@ -296,6 +296,12 @@ func TestConfigValidate(t *testing.T) {
 		{"cut node negative", func(c *Config) { c.CutNode = -1 }, "cut node"},
 		{"cut node, healthy only", func(c *Config) { c.CutNode, c.Scenarios = 7, []Scenario{Healthy} }, ""},
 		{"workers", func(c *Config) { c.Workers = -1 }, "workers"},
+		{"sync", func(c *Config) { c.Sync = 50 * time.Millisecond }, ""},
+		{"fractional sync", func(c *Config) { c.Sync = 1500 * time.Microsecond }, "sync interval"},
+		{"negative sync", func(c *Config) { c.Sync = -time.Second }, "sync interval"},
+		{"tolerance", func(c *Config) { c.Tolerance = 0.5 }, ""},
+		{"tolerance past the limit", func(c *Config) { c.Tolerance = 1.5 }, "tolerance"},
+		{"negative tolerance", func(c *Config) { c.Tolerance = -0.1 }, "tolerance"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,4 +354,44 @@ func TestWaitAfterTheFirstWindow(t *testing.T) {
 		t.Errorf("after the first window: %v, want %v (asks %v then %v)", two.NetworkWaitShareLater, want, asks(one), asks(two))
 	}
 	t.Logf("network wait: first window %.4f, second %.4f", one.NetworkWaitShare, two.NetworkWaitShareLater)
+}
+
+// TestLooserSettings: --tolerance and --sync reach every node. A looser
+// tolerance raises the derived bound and lets fewer checks wait on the
+// network (each node's blind share and the lease pool grow with it); a
+// faster sync leaves the bound as it is (the blind share follows the pace
+// of a client at the limit, not the interval) and lets fewer wait too,
+// each node learning its peers' admissions sooner. Every run keeps both
+// halves of the promise against its own bound.
+func TestLooserSettings(t *testing.T) {
+	cfg := quick(4)
+	cfg.Duration = 10 * time.Second
+	run := func(edit func(*Config)) Row {
+		t.Helper()
+		c := cfg
+		edit(&c)
+		rows, err := Run(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rows[0]
+		if r.WorstRatio > r.BoundRatio || r.FalseRejections != 0 {
+			t.Errorf("%+v: worst %.3f past its bound %.3f, or %d false rejections", c, r.WorstRatio, r.BoundRatio, r.FalseRejections)
+		}
+		return r
+	}
+	base := run(func(*Config) {})
+	loose := run(func(c *Config) { c.Tolerance = 0.5 })
+	fast := run(func(c *Config) { c.Sync = 50 * time.Millisecond })
+	t.Logf("waited: %.4f at limiterd's settings, %.4f at tolerance 0.5, %.4f syncing every 50ms; bounds %.3f, %.3f, %.3f",
+		base.NetworkWaitShare, loose.NetworkWaitShare, fast.NetworkWaitShare, base.BoundRatio, loose.BoundRatio, fast.BoundRatio)
+	if base.NetworkWaitShare == 0 {
+		t.Fatal("no check waited at limiterd's settings: the run says nothing")
+	}
+	if !(loose.BoundRatio > base.BoundRatio+0.3) || !(loose.NetworkWaitShare < base.NetworkWaitShare) {
+		t.Errorf("tolerance 0.5: bound %.3f, waited %.4f; limiterd's: %.3f, %.4f", loose.BoundRatio, loose.NetworkWaitShare, base.BoundRatio, base.NetworkWaitShare)
+	}
+	if !(fast.NetworkWaitShare < base.NetworkWaitShare) {
+		t.Errorf("sync every 50ms: waited %.4f, limiterd's %.4f", fast.NetworkWaitShare, base.NetworkWaitShare)
+	}
 }

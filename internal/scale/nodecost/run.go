@@ -125,10 +125,15 @@ func Run(cfg Config, progress func(r Row)) ([]Row, error) {
 }
 
 // SimConfig is the simulated cluster of one run: clustersim.DefaultConfig
-// (limiterd's defaults, the coordinator on) on n nodes, timed.
+// (limiterd's defaults, the coordinator on) on n nodes, timed, with cfg's
+// sync interval and tolerance where set.
 func SimConfig(cfg Config, n int) clustersim.Config {
 	sc := clustersim.DefaultConfig()
 	sc.Nodes, sc.Timed, sc.Workers, sc.EditEngine = n, true, cfg.Workers, cfg.editEngine
+	if cfg.Sync != 0 {
+		sc.Sync = cfg.Sync
+	}
+	sc.Tolerance = cfg.Tolerance
 	return sc
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/limiterd/limiterd/internal/clustersim"
 )
 
 // WriteJSON prints rows one JSON object a line (Row's fields).
@@ -24,8 +22,12 @@ func WriteJSON(w io.Writer, rows []Row) error {
 // WriteTable prints rows as a table, with a header saying what ran.
 func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 	bw := bufio.NewWriter(w)
-	sc := clustersim.DefaultConfig()
+	sc := SimConfig(cfg, 0)
 	fmt.Fprintf(bw, "scale: limiterd's real counter, limiter, decision layer and engine on N simulated nodes, the coordinator on;\n")
+	if cfg.Sync != 0 || cfg.Tolerance != 0 {
+		b := sc.Bound()
+		fmt.Fprintf(bw, "not limiterd's defaults: sync every %v, tolerance %d over the limit of %d (the bound follows: %d);\n", sc.Sync, b.Promised-sc.Limit, sc.Limit, b.WorstCase)
+	}
 	fmt.Fprintf(bw, "limit %d per %v in %d slices; %d checks/s on each node, round robin, over %d x N keys drawn Zipf(%g) (seed %d);\n",
 		sc.Limit, sc.Window, sc.Slices, cfg.RatePerNode, cfg.KeysPerNode, cfg.Zipf, cfg.Seed)
 	fmt.Fprintf(bw, "%v of model time; from %v for %v node %d is cut off both ways, taking no requests (fallback) or\n",
