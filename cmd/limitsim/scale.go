@@ -42,8 +42,10 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutAt, "cut-at", cfg.CutAt, "model time `D` at which the fallback and partition scenarios cut the cut node off")
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
 	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
-	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "sync interval `D` of every node instead of limiterd's (0: limiterd's, 200ms)")
-	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, instead of limiterd's (0: limiterd's, 0.1); the bound follows")
+	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "every node's sync interval `D`")
+	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, above 0 and at most 1; the bound follows")
+	fs.Float64Var(&cfg.LeaseShare, "lease-share", cfg.LeaseShare, "share `S` of each key's blind pool lent out as leases, 0 (no leases) to 1; the blind shares get the rest")
+	fs.DurationVar(&cfg.LeaseTime, "lease-time", cfg.LeaseTime, "how long `D` a node decides a key on a lease")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines `W` for each instant's ticks and deliveries (changes no figure but the times)")
 	fs.BoolVar(&cfg.Alone, "alone", cfg.Alone, "record node N-1 to a temporary file and replay it on its own after each run: the engine time a node pays on a machine of its own (engine_ns_per_check_alone)")
 	fs.StringVar(&cfg.Records, "records", "", "with --alone, keep each run's record in directory `DIR` (made if missing) as SCENARIO-N.rec (--replay reads them)")
@@ -57,7 +59,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
-                     [--sync D] [--tolerance T]
+                     [--sync D] [--tolerance T] [--lease-share S] [--lease-time D]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
        limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -78,9 +80,9 @@ seconds. In the fallback scenario node --cut-node (0) goes silent from
 ways, its requests going to the others, which fail its keys over. In the partition
 scenario (not run by default) it is cut off the same way but still takes
 its share of the requests and decides them alone, by the budget.
---sync and --tolerance change every node's sync interval and tolerance,
-to see what a faster sync or a looser bound would buy (the network wait
-at HS2, for one); the derived bound follows them.
+--sync, --tolerance, --lease-share and --lease-time change every node's
+sync interval, tolerance and leases, to see what they would buy (the
+network wait at HS2, for one); the derived bound follows them.
 
 It prints, per N and scenario (--json: one object a line, the fields in
 brackets): sync bytes and messages sent per node and model second, every

@@ -118,6 +118,10 @@ type Config struct {
 	// EditEngine, if set, changes each node's engine configuration after
 	// engine.DefaultConfig (limiterd's for UDP).
 	EditEngine func(*engine.Config)
+	// EditCluster, if set, changes each node's counter.ClusterConfig after
+	// the fields above set theirs (the lease settings, for a study of
+	// them); Bound follows it.
+	EditCluster func(*counter.ClusterConfig)
 	// Record, if set, is where everything node RecordNode takes in is
 	// written as the simulation runs (its peers, ticks, messages, checks,
 	// what the network brought back for its asks, and its decisions), so
@@ -251,6 +255,9 @@ func (c Config) clusterConfig(name string) counter.ClusterConfig {
 	}
 	cc.Nodes, cc.SyncInterval, cc.Budget, cc.BudgetFloor, cc.DeliveryGrace = c.Nodes, c.Sync, c.Budget, c.Floor, c.Grace
 	cc.Routing = c.Routing
+	if c.EditCluster != nil {
+		c.EditCluster(&cc)
+	}
 	return cc
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/internal/clustersim"
 )
 
@@ -81,12 +82,16 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
-	// Sync and Tolerance, when not zero, replace limiterd's sync interval
-	// and tolerance (clustersim.Config.Sync and Tolerance): what a faster
-	// sync, or a bound looser than 1.1 x the limit, would change. The
-	// derived bound (Row.BoundRatio) follows them.
-	Sync      time.Duration
-	Tolerance float64
+	// Sync, Tolerance, LeaseShare and LeaseTime are every node's sync
+	// interval, tolerance (counter.Config) and lease settings
+	// (counter.ClusterConfig), limiterd's in DefaultConfig: other values
+	// show what a faster sync, a bound looser than 1.1 x the limit or
+	// other leases would change. The derived bound (Row.BoundRatio)
+	// follows them.
+	Sync       time.Duration
+	Tolerance  float64
+	LeaseShare float64
+	LeaseTime  time.Duration
 	// Alone records one node (AloneNode) as the simulation runs, to a
 	// temporary file, and replays it on that node alone afterwards
 	// (clustersim.Replay): Row.EngineNsPerCheckAlone, the engine time a
@@ -107,11 +112,13 @@ type Config struct {
 // node over 25,000 x N keys, Zipf 1.2, one window, healthy and with one
 // node silent for 5 s from 20 s.
 func DefaultConfig() Config {
+	sim, cc := clustersim.DefaultConfig(), counter.DefaultClusterConfig("x")
 	return Config{
 		Nodes: []int{8, 64, 256, 1000}, Scenarios: []Scenario{Healthy, Fallback},
 		RatePerNode: 5000, KeysPerNode: 25_000, Zipf: 1.2, Seed: 20260730,
 		Duration: time.Minute, CutAt: 20 * time.Second, CutFor: 5 * time.Second, Workers: runtime.GOMAXPROCS(0),
 		Alone: true,
+		Sync:  sim.Sync, Tolerance: counter.DefaultConfig().Tolerance, LeaseShare: cc.LeaseShare, LeaseTime: cc.LeaseTime,
 	}
 }
 
@@ -167,11 +174,17 @@ func (c Config) Validate() error {
 	if c.Workers < 0 {
 		bad("workers must not be negative, got %d", c.Workers)
 	}
-	if c.Sync != 0 && (c.Sync < time.Millisecond || c.Sync > 10*time.Second || c.Sync%time.Millisecond != 0) {
-		bad("the sync interval must be 0 (limiterd's) or a whole number of milliseconds between 1ms and 10s, got %v", c.Sync)
+	if c.Sync < time.Millisecond || c.Sync > 10*time.Second || c.Sync%time.Millisecond != 0 {
+		bad("the sync interval must be a whole number of milliseconds between 1ms and 10s, got %v", c.Sync)
 	}
-	if !(c.Tolerance >= 0 && c.Tolerance <= 1) {
-		bad("the tolerance must be 0 (limiterd's) or at most 1, got %v", c.Tolerance)
+	if !(c.Tolerance > 0 && c.Tolerance <= 1) {
+		bad("the tolerance must be above 0 and at most 1, got %v", c.Tolerance)
+	}
+	if !(c.LeaseShare >= 0 && c.LeaseShare <= 1) {
+		bad("the lease share must be between 0 (no leases) and 1, got %v", c.LeaseShare)
+	}
+	if c.LeaseShare > 0 && (c.LeaseTime <= 0 || c.LeaseTime > counter.MaxWindow) {
+		bad("the lease time must be above 0 and at most %v, got %v", counter.MaxWindow, c.LeaseTime)
 	}
 	return errors.Join(errs...)
 }

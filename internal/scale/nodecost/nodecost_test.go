@@ -297,11 +297,14 @@ func TestConfigValidate(t *testing.T) {
 		{"cut node, healthy only", func(c *Config) { c.CutNode, c.Scenarios = 7, []Scenario{Healthy} }, ""},
 		{"workers", func(c *Config) { c.Workers = -1 }, "workers"},
 		{"sync", func(c *Config) { c.Sync = 50 * time.Millisecond }, ""},
+		{"no sync", func(c *Config) { c.Sync = 0 }, "sync interval"},
 		{"fractional sync", func(c *Config) { c.Sync = 1500 * time.Microsecond }, "sync interval"},
-		{"negative sync", func(c *Config) { c.Sync = -time.Second }, "sync interval"},
 		{"tolerance", func(c *Config) { c.Tolerance = 0.5 }, ""},
+		{"no tolerance", func(c *Config) { c.Tolerance = 0 }, "tolerance"},
 		{"tolerance past the limit", func(c *Config) { c.Tolerance = 1.5 }, "tolerance"},
-		{"negative tolerance", func(c *Config) { c.Tolerance = -0.1 }, "tolerance"},
+		{"no leases", func(c *Config) { c.LeaseShare, c.LeaseTime = 0, 0 }, ""},
+		{"lease share past 1", func(c *Config) { c.LeaseShare = 1.5 }, "lease share"},
+		{"no lease time", func(c *Config) { c.LeaseTime = 0 }, "lease time"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -356,7 +359,8 @@ func TestWaitAfterTheFirstWindow(t *testing.T) {
 	t.Logf("network wait: first window %.4f, second %.4f", one.NetworkWaitShare, two.NetworkWaitShareLater)
 }
 
-// TestLooserSettings: --tolerance and --sync reach every node. A looser
+// TestLooserSettings: --tolerance, --sync and --lease-share reach every
+// node. A looser
 // tolerance raises the derived bound and lets fewer checks wait on the
 // network (each node's blind share and the lease pool grow with it); a
 // faster sync leaves the bound as it is (the blind share follows the pace
@@ -383,8 +387,12 @@ func TestLooserSettings(t *testing.T) {
 	base := run(func(*Config) {})
 	loose := run(func(c *Config) { c.Tolerance = 0.5 })
 	fast := run(func(c *Config) { c.Sync = 50 * time.Millisecond })
-	t.Logf("waited: %.4f at limiterd's settings, %.4f at tolerance 0.5, %.4f syncing every 50ms; bounds %.3f, %.3f, %.3f",
-		base.NetworkWaitShare, loose.NetworkWaitShare, fast.NetworkWaitShare, base.BoundRatio, loose.BoundRatio, fast.BoundRatio)
+	noLeases := run(func(c *Config) { c.LeaseShare = 0 })
+	t.Logf("waited: %.4f at limiterd's settings, %.4f at tolerance 0.5, %.4f syncing every 50ms, %.4f without leases; bounds %.3f, %.3f, %.3f, %.3f",
+		base.NetworkWaitShare, loose.NetworkWaitShare, fast.NetworkWaitShare, noLeases.NetworkWaitShare, base.BoundRatio, loose.BoundRatio, fast.BoundRatio, noLeases.BoundRatio)
+	if noLeases.NetworkWaitShare == base.NetworkWaitShare {
+		t.Errorf("without leases as many checks waited as with them (%.4f): the lease share did not reach the nodes", base.NetworkWaitShare)
+	}
 	if base.NetworkWaitShare == 0 {
 		t.Fatal("no check waited at limiterd's settings: the run says nothing")
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/internal/clustersim"
 	"github.com/limiterd/limiterd/limiter"
 )
@@ -126,14 +127,12 @@ func Run(cfg Config, progress func(r Row)) ([]Row, error) {
 
 // SimConfig is the simulated cluster of one run: clustersim.DefaultConfig
 // (limiterd's defaults, the coordinator on) on n nodes, timed, with cfg's
-// sync interval and tolerance where set.
+// sync interval, tolerance and lease settings.
 func SimConfig(cfg Config, n int) clustersim.Config {
 	sc := clustersim.DefaultConfig()
 	sc.Nodes, sc.Timed, sc.Workers, sc.EditEngine = n, true, cfg.Workers, cfg.editEngine
-	if cfg.Sync != 0 {
-		sc.Sync = cfg.Sync
-	}
-	sc.Tolerance = cfg.Tolerance
+	sc.Sync, sc.Tolerance = cfg.Sync, cfg.Tolerance
+	sc.EditCluster = func(cc *counter.ClusterConfig) { cc.LeaseShare, cc.LeaseTime = cfg.LeaseShare, cfg.LeaseTime }
 	return sc
 }
 
