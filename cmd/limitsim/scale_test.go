@@ -41,7 +41,7 @@ func TestScaleCommandLine(t *testing.T) {
 		{"no lease time", []string{"scale", "--lease-time", "0"}, exitUsage, "", "the lease time must be above 0"},
 		{"looser settings", []string{"scale", "--nodes", "2", "--scenarios", "healthy", "--seconds", "0.5", "--rate-per-node", "50", "--keys-per-node", "10",
 			"--sync", "100ms", "--tolerance", "0.2", "--lease-share", "0.4", "--lease-time", "6s"}, exitOK,
-			"not limiterd's defaults: sync every 100ms, tolerance 120 over the limit of 600, lease share 0.4, lease time 6s", "limitsim scale: 2 nodes, healthy, done in"},
+			"not limiterd's defaults: sync every 100ms, tolerance 0.2, lease share 0.4, lease time 6s", "limitsim scale: 2 nodes, healthy, done in"},
 		{"no leases", []string{"scale", "--nodes", "2", "--scenarios", "healthy", "--seconds", "0.5", "--rate-per-node", "50", "--keys-per-node", "10",
 			"--lease-share", "0", "--lease-time", "0"}, exitOK, "lease share 0, lease time 0s", "limitsim scale: 2 nodes, healthy, done in"},
 		{"records without alone", []string{"scale", "--alone=false", "--records", "x"}, exitUsage, "", "--records needs --alone"},
