@@ -48,6 +48,7 @@ type config struct {
 	advertiseAddr       string
 	join                []string
 	syncInterval        time.Duration
+	syncDeliveryGrace   float64
 	syncSpread          float64
 	antiEntropyInterval time.Duration
 	rejoinInterval      time.Duration
@@ -80,6 +81,7 @@ func defaultConfig() config {
 		logLevel:            slog.LevelInfo,
 		logFormat:           "text",
 		syncInterval:        ctrCluster.SyncInterval,
+		syncDeliveryGrace:   ctrCluster.DeliveryGrace,
 		budget:              ctrCluster.Budget,
 		coordinate:          ctrCluster.Coordinated,
 		syncRouting:         ctrCluster.Routing,
@@ -130,6 +132,9 @@ func (c config) validate() error {
 	}
 	if c.clustered() && c.unauthenticated() && !c.insecureCluster {
 		errs = append(errs, fmt.Errorf("%w: cluster traffic on %s would be unauthenticated: anyone who reaches it could join and inject counts; set -gossip-key (or %s), bind to a loopback address, or pass -insecure-cluster on a network you trust", errInvalidConfig, c.bindAddr, envName("gossip-key")))
+	}
+	if c.clustered() && c.syncSpread >= c.syncDeliveryGrace && c.syncSpread > 0 {
+		errs = append(errs, fmt.Errorf("%w: -sync-spread (%v) must be below -sync-delivery-grace (%v): a tick's last datagrams would leave after the grace in which the bound assumes they arrive", errInvalidConfig, c.syncSpread, c.syncDeliveryGrace))
 	}
 	if c.clustered() {
 		if err := c.clusterConfig("").Validate(); err != nil {
@@ -206,6 +211,7 @@ func (c config) clock() func() time.Time {
 func (c config) counterCluster() counter.ClusterConfig {
 	cc := counter.DefaultClusterConfig(c.nodeName)
 	cc.SyncInterval = c.syncInterval
+	cc.DeliveryGrace = c.syncDeliveryGrace
 	cc.Budget = c.budget
 	cc.Coordinated = c.coordinate
 	cc.Routing = c.syncRouting
