@@ -333,26 +333,21 @@ func restarts(t *testing.T, routed bool, args ...string) {
 	}
 	v := run.judge(cs, time.Time{}, time.Time{}, others)
 	t.Logf("%d restarts: %v", rounds, v)
-	// Each restart judged on its own (the admissions of the labWindow
-	// and a second after it), so that a run past the budget's bound says
-	// which restart did it and what the node missed meanwhile.
-	worstRestart, worstAt := 0.0, ""
+	// The restart before the busiest window's end, and what the node it
+	// restarted missed meanwhile: what a run past the budget's bound must
+	// say (docs/faults.md, 3).
+	worstAfter := "none"
 	for _, d := range downs {
-		w := run.judge(cs, d.from, d.from.Add(labWindow+time.Second), others)
-		at := fmt.Sprintf("node-%d after %s (counts learnt in %v; dropped %v messages of non-members; peers deferred %v full states): %v",
-			d.node, d.signal, d.learnt.Round(10*time.Millisecond), d.notMember, d.deferred, w)
-		if w.worst > labBound(t, 8, true) {
-			t.Logf("past the budget's bound: %s", at)
-		}
-		if w.worst > worstRestart {
-			worstRestart, worstAt = w.worst, fmt.Sprintf("node-%d after %s, %.2f", d.node, d.signal, w.worst)
+		if run.since(d.from) < v.worstFrom+labWindow {
+			worstAfter = fmt.Sprintf("node-%d's %s %.1f s before the window ends, its counts learnt in %v, %v messages of non-members dropped, %v full states its peers deferred; admitted by node %v",
+				d.node, d.signal, (v.worstFrom + labWindow - run.since(d.from)).Seconds(), d.learnt.Round(10*time.Millisecond), d.notMember, d.deferred, v.worstByNode)
 		}
 	}
 	nodetest.Figures(t, fmt.Sprintf("3 a node restarted every 10 s, %d times", rounds)+scenarioNote(args),
 		"probe key's coordinator", coord, "its restarts", coordRestarts,
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
 		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "bound with two coordinators", fmt.Sprintf("%.2f", bound),
-		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond), "worst restart", worstAt)
+		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond), "worst window after", worstAfter)
 	v.holdsPromise(t, "")
 	if v.worst > bound {
 		t.Errorf("worst window %.2f x the limit, above the derived bound %.2f", v.worst, bound)

@@ -211,7 +211,10 @@ type verdict struct {
 	// busiest window by send instant each node made: which node let a key
 	// through is what a failure's log must say.
 	worstByNode []int
-	p99, max    time.Duration
+	// worstFrom is where that busiest window starts, since the run's
+	// start (loadRun.since).
+	worstFrom time.Duration
+	p99, max  time.Duration
 }
 
 func (v verdict) String() string {
@@ -291,7 +294,7 @@ func (r *loadRun) judge(cs []loadClient, fromAt, toAt time.Time, keep func(outco
 		v.falseRejections += oracle.FalseRejections(answered, rejected, labWindow, labLimit)
 		sent, start := oracle.MaxInWindow(inPhase, nil, labWindow)
 		if n := oracle.MaxDecidedInWindow(inPhase, inPhaseAnswered, labWindow); float64(n)/labLimit > v.worst {
-			v.worst, v.worstKey = float64(n)/labLimit, cl.key
+			v.worst, v.worstKey, v.worstFrom = float64(n)/labLimit, cl.key, start
 			v.worstByNode = make([]int, len(r.up))
 			for _, o := range log {
 				if o.code == http.StatusOK && o.at >= start && o.at < start+labWindow && o.node < len(r.up) {
