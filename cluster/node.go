@@ -49,6 +49,7 @@ type Node struct {
 
 	nudge   chan struct{} // membership changed: reconcile senders (cap 1)
 	joined  atomic.Bool
+	since   atomic.Int64 // unix ns it joined (its creation, without seeds): Ready's catch-up wait counts from it
 	joins   atomic.Int64 // join attempts, initial and rejoin
 	killed  atomic.Bool  // tests: memberlist was shut down as by a crash
 	leaving atomic.Bool  // published in the metadata just before leaving
@@ -153,6 +154,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 			return nil, fmt.Errorf("cluster: register metrics: %w", err)
 		}
 	}
+	n.since.Store(n.now().UnixNano()) // without seeds; joining sets it again
 	return n, nil
 }
 
@@ -232,13 +234,21 @@ func (n *Node) Addr() string {
 	return ""
 }
 
-// Ready reports nil once the node has joined one of its seeds, or at once
-// when it has none; until then an error wrapping ErrNotJoined.
+// Ready reports nil once the node may take checks: it has joined one of
+// its seeds (at once when it has none), and has heard from every live
+// member since, or CatchUpWait has passed (engine.Engine.Ready). Until it
+// has joined, an error wrapping ErrNotJoined; then, while a live member
+// has not been heard from, one wrapping engine.ErrUnheard: a restarted
+// node whose peers have not yet seen it back would decide on counts that
+// lack theirs, and its asks to them would go unanswered.
 func (n *Node) Ready() error {
-	if len(n.cfg.Join) == 0 || n.joined.Load() {
-		return nil
+	if len(n.cfg.Join) > 0 && !n.joined.Load() {
+		return fmt.Errorf("%w: none of the seeds %v answered yet", ErrNotJoined, n.cfg.Join)
 	}
-	return fmt.Errorf("%w: none of the seeds %v answered yet", ErrNotJoined, n.cfg.Join)
+	if err := n.engine.Ready(n.now(), time.Unix(0, n.since.Load())); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
 }
 
 // Close shuts memberlist down without leaving, for a node whose Run was
@@ -507,6 +517,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 				t.Reset(retry)
 				continue
 			}
+			n.since.Store(n.now().UnixNano())
 			n.joined.Store(true)
 			n.log.Info("joined the cluster", "seeds", n.cfg.Join, "addresses", len(seeds), "seeds_answered", k, "members", n.ml.NumMembers())
 		} else if missing := n.missingSeeds(seeds); len(missing) > 0 {

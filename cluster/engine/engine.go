@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ var ErrReplay = errors.New("engine: replayed message")
 // clock) more than Config.MaxMessageAge before it arrived: a replay
 // of a captured message, or a peer whose clock is that far behind.
 var ErrStale = errors.New("engine: stale message")
+
+// ErrUnheard is returned by Ready while live peers have not been heard
+// from since the node joined.
+var ErrUnheard = errors.New("engine: live peers not heard from yet")
 
 // ErrNotMember is returned by Receive for a message whose sender is not an
 // up member (PeerUp without PeerDown since): it is dropped before any work.
@@ -89,12 +94,22 @@ type Timing struct {
 	// of skew needs. Under Config.MaxMessageAge (10s), past which messages
 	// are stale.
 	MaxClockOffset time.Duration
+	// CatchUpWait is the longest a node that has just joined its cluster
+	// waits to be ready (Ready) for every live peer to be heard from
+	// (Unheard): until then its peers may not have seen it up, so that it
+	// would decide on counts that lack theirs with asks they cannot
+	// answer. A peer that never speaks (dead, not yet declared so) holds
+	// it back no longer than this (NFR3). 0: ready at once. Default 5s:
+	// a peer sends a member it sees up a heartbeat every
+	// AntiEntropyInterval, and memberlist spreads a join within a second
+	// or two.
+	CatchUpWait time.Duration
 }
 
 // DefaultTiming returns the defaults documented on Timing, those of a
 // cluster node: MaxClockOffset 1s.
 func DefaultTiming() Timing {
-	return Timing{AntiEntropyInterval: time.Second, RejoinInterval: 10 * time.Second, MaxClockOffset: time.Second}
+	return Timing{AntiEntropyInterval: time.Second, RejoinInterval: 10 * time.Second, MaxClockOffset: time.Second, CatchUpWait: 5 * time.Second}
 }
 
 // Problems returns what is wrong with t, one text a field, for messages
@@ -107,6 +122,9 @@ func (t Timing) Problems(maxMessageAge time.Duration) []string {
 	}
 	if t.RejoinInterval <= 0 {
 		p = append(p, fmt.Sprintf("RejoinInterval must be positive, got %v", t.RejoinInterval))
+	}
+	if t.CatchUpWait < 0 {
+		p = append(p, fmt.Sprintf("CatchUpWait must be at least 0 (0: no wait), got %v", t.CatchUpWait))
 	}
 	if t.MaxClockOffset < 0 || t.MaxClockOffset >= maxMessageAge {
 		p = append(p, fmt.Sprintf("MaxClockOffset must be at least 0 (0: no check) and under the stale-message age %v (MaxMessageAge), got %v", maxMessageAge, t.MaxClockOffset))
@@ -1134,6 +1152,51 @@ func (e *Engine) Peers() map[string]PeerState {
 		}
 	}
 	return out
+}
+
+// Unheard appends to dst, sorted, the live peers (PeerUp without PeerDown
+// since) from which this engine has had no sync message. A peer sends a
+// member it sees up a heartbeat at least every AntiEntropyInterval, and
+// first what it owes it (a catch-up, the reply to its hello); one that
+// has not seen it up yet sends it nothing, not even the answers to its
+// asks. So a new process that still has unheard peers decides on counts
+// that lack theirs, and its asks to them go unanswered and fall back to
+// its budget, which trusts those counts: cluster.Node.Ready holds it
+// back from taking checks until none is left (or for at most a while).
+// Coordination messages do not count: an ask passed on by another node
+// (relay.go) names a sender that may not see this one.
+func (e *Engine) Unheard(dst []string) []string {
+	e.mu.Lock()
+	n := len(dst)
+	for name, p := range e.peers {
+		if p.Up && p.LastMessage.IsZero() {
+			dst = append(dst, name)
+		}
+	}
+	e.mu.Unlock()
+	slices.Sort(dst[n:])
+	return dst
+}
+
+// Ready reports nil once a node whose engine this is, which joined its
+// cluster at since, may take checks: every live peer has been heard from
+// (Unheard), or CatchUpWait has passed since since. Otherwise an error
+// wrapping ErrUnheard that names the peers (a few of them) it still
+// waits for. cluster.Node.Ready answers with it, and so /readyz.
+func (e *Engine) Ready(now, since time.Time) error {
+	if now.Sub(since) >= e.cfg.CatchUpWait {
+		return nil
+	}
+	unheard := e.Unheard(nil)
+	if len(unheard) == 0 {
+		return nil
+	}
+	more := ""
+	if len(unheard) > 3 {
+		more = fmt.Sprintf(" and %d more", len(unheard)-3)
+		unheard = unheard[:3]
+	}
+	return fmt.Errorf("%w: %s%s, %v after joining (at most %v)", ErrUnheard, strings.Join(unheard, ", "), more, now.Sub(since).Round(time.Millisecond), e.cfg.CatchUpWait)
 }
 
 // Suspect reports whether peer name, a member since since, has sent

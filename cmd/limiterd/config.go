@@ -52,6 +52,7 @@ type config struct {
 	syncSpread          float64
 	antiEntropyInterval time.Duration
 	rejoinInterval      time.Duration
+	catchUpWait         time.Duration
 	clusterLabel        string
 	gossipKey           []byte
 	syncTransport       string
@@ -88,6 +89,7 @@ func defaultConfig() config {
 		syncSpread:          node.SendSpread,
 		antiEntropyInterval: node.AntiEntropyInterval,
 		rejoinInterval:      node.RejoinInterval,
+		catchUpWait:         node.CatchUpWait,
 		syncTransport:       node.SyncTransport,
 		syncDatagramBytes:   node.DatagramBudget,
 		maxClockOffset:      node.MaxClockOffset,
@@ -184,6 +186,7 @@ func (c config) clusterConfig(httpAddr string) cluster.Config {
 	cc.HTTPAddr = httpAddr
 	cc.AntiEntropyInterval = c.antiEntropyInterval
 	cc.RejoinInterval = c.rejoinInterval
+	cc.CatchUpWait = c.catchUpWait
 	cc.Label = c.clusterLabel
 	cc.GossipKey = c.gossipKey
 	cc.GossipKeys = c.gossipKeys

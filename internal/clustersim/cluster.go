@@ -38,18 +38,23 @@ const realTimeMs = 1_000_000_000_000
 // Node is one simulated node: its clock offset and limiterd's real
 // components.
 type Node struct {
-	name     string
-	offset   int64 // ms added to true time to read this node's clock
-	phase    int64 // true time of its ticks modulo the sync interval, in [0, interval)
-	c        *counter.Counter
-	lim      *limiter.Limiter
-	limit    counter.Limit // the rule's limit on c
-	dec      *decision.Decider
-	res      decision.Result // Decide's destination, reused
-	eng      *engine.Engine
-	changed  bool  // counted a request since its last Tick
-	ticking  bool  // has a tick scheduled (from Start until Finish)
-	down     bool  // stopped (Stop) and not restarted yet: sends and receives nothing
+	name    string
+	offset  int64 // ms added to true time to read this node's clock
+	phase   int64 // true time of its ticks modulo the sync interval, in [0, interval)
+	c       *counter.Counter
+	lim     *limiter.Limiter
+	limit   counter.Limit // the rule's limit on c
+	dec     *decision.Decider
+	res     decision.Result // Decide's destination, reused
+	eng     *engine.Engine
+	changed bool  // counted a request since its last Tick
+	ticking bool  // has a tick scheduled (from Start until Finish)
+	down    bool  // stopped (Stop) and not restarted yet: sends and receives nothing
+	left    bool  // down by Leave: its peers took it down
+	since   int64 // true time it started (joined), for Ready
+	// unseen[j]: node j restarted after leaving and this node has not
+	// seen it back yet (Config.SeeAfter), so sends it nothing.
+	unseen   []bool
 	nextTick int64 // true time of its next tick; meaningful while ticking
 	times    Times // with Config.Timed
 
@@ -167,6 +172,7 @@ type Cluster struct {
 	rng         *rand.Rand              // the network's randomness: loss and reordering
 	cut         func(from, to int) bool // a partition: nil, nothing cut
 	byName      map[string]int
+	sights      []sight // peers seeing a restarted node back, by time (Config.SeeAfter)
 
 	// Buffers of one instant's batch (network.go).
 	due                []int
@@ -315,11 +321,23 @@ func (s *Cluster) Start(at int64) error {
 		}
 	}
 	for _, n := range s.nodes {
-		n.ticking = true
+		n.ticking, n.since = true, hello
 		s.schedule(n, at)
 	}
 	s.firstTickOK = false
 	return nil
+}
+
+// Ready runs every event due by true time at and reports whether node i
+// then takes checks, as a load balancer that follows limiterd's /readyz
+// sends them: it is up, and its engine is ready (engine.Engine.Ready:
+// every live peer heard from since it started, or CatchUpWait passed).
+func (s *Cluster) Ready(at int64, i int) (bool, error) {
+	if err := s.advance(at, false); err != nil {
+		return false, err
+	}
+	n := s.nodes[i]
+	return !n.down && n.eng.Ready(s.clock(n, at), s.clock(n, n.since)) == nil, nil
 }
 
 // Check runs every event due by true time at, then decides one request of
@@ -424,7 +442,14 @@ func (s *Cluster) advance(t int64, drain bool) error {
 		tick, ticking := s.earliestTick()
 		tickDue := ticking && (drain || tick <= t)
 		delDue := len(s.queue) > 0 && (drain || s.queue[0].at <= t)
+		sightDue := len(s.sights) > 0 && (drain || s.sights[0].at <= t)
 		switch {
+		case sightDue && (!tickDue || s.sights[0].at <= tick) && (!delDue || s.sights[0].at <= s.queue[0].at):
+			sg := s.sights[0]
+			s.sights = s.sights[1:]
+			if err := s.see(sg.at, sg.peer, sg.node); err != nil {
+				return err
+			}
 		case tickDue && (!delDue || tick <= s.queue[0].at):
 			if err := s.tickAt(tick); err != nil {
 				return err

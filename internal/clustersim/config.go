@@ -38,6 +38,12 @@ type Config struct {
 	Sync time.Duration
 	// Latency is how long a message takes to reach a peer.
 	Latency time.Duration
+	// StateLatency is how much longer than Latency a full state (a
+	// catch-up, a hello's reply) takes: limiterd sends one over a stream,
+	// which a busy network and the size of a full state make slower than a
+	// datagram (e2e/faults' restarts learnt their peers' counts 10 to 400
+	// ms after /readyz). Whole milliseconds.
+	StateLatency time.Duration
 	// Skew spreads the nodes' clocks: node i reads true time plus an
 	// offset evenly spread over [-Skew, +Skew] (node 0 at -Skew).
 	Skew time.Duration
@@ -75,6 +81,15 @@ type Config struct {
 	// drawn from NetSeed: lost copies are counted as sent. Asks, answers
 	// and releases are lost with the same probability.
 	Loss float64
+	// SeeAfter is how long after a node that left (Cluster.Leave) is
+	// restarted its peers see it back (memberlist's gossip of the join):
+	// meanwhile they send it nothing, answers to its asks included, as a
+	// limiterd node has no way to reach a member it has not seen alive,
+	// and owe it the full state its hello asks for. Peer j (in order, the
+	// restarted node skipped) sees it j/(N-1) of SeeAfter after the
+	// restart, the last one at SeeAfter. 0: every peer sees it at once.
+	// Whole milliseconds.
+	SeeAfter time.Duration
 	// Reorder delays each copy by a further 0 to Reorder (whole ms,
 	// uniform, drawn from NetSeed), so that copies overtake each other.
 	Reorder time.Duration
@@ -192,6 +207,12 @@ func (c Config) Validate() error {
 	}
 	if !(c.Loss >= 0 && c.Loss < 1) {
 		bad("loss must be a probability in [0, 1), got %v", c.Loss)
+	}
+	if c.StateLatency < 0 || c.StateLatency%time.Millisecond != 0 {
+		bad("state latency must be a whole, non-negative number of milliseconds, got %v", c.StateLatency)
+	}
+	if c.SeeAfter < 0 || c.SeeAfter%time.Millisecond != 0 {
+		bad("see-after must be a whole, non-negative number of milliseconds, got %v", c.SeeAfter)
 	}
 	if c.Reorder < 0 || c.Reorder%time.Millisecond != 0 {
 		bad("reorder must be a whole, non-negative number of milliseconds, got %v", c.Reorder)

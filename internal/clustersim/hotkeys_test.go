@@ -33,7 +33,19 @@ func hotKeysMinuteWith(t *testing.T, s *Cluster, seed uint64, event func(ms int6
 		}
 		key := fmt.Sprint("c", rng.IntN(16))
 		node := rng.IntN(s.Len())
-		for s.Node(node).down {
+		// The next node that takes checks, as a load balancer that
+		// follows /readyz sends them (Cluster.Ready).
+		for tries := 0; ; tries++ {
+			ready, err := s.Ready(ms, node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ready {
+				break
+			}
+			if tries == s.Len() {
+				t.Fatalf("no node takes checks at %d ms", ms)
+			}
 			node = (node + 1) % s.Len()
 		}
 		if err := s.Check(ms, key, node, 1, &d); err != nil {

@@ -3,6 +3,7 @@ package clustersim
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrNodeDown is the error of a check sent to a node that Stop stopped
@@ -40,6 +41,7 @@ func (s *Cluster) Leave(at int64, i int) error {
 	if err := s.Stop(at, i); err != nil {
 		return err
 	}
+	s.nodes[i].left = true
 	name := s.nodes[i].name
 	for j, p := range s.nodes {
 		if p.down {
@@ -89,16 +91,58 @@ func (s *Cluster) Restart(at int64, i int) error {
 		if p.down {
 			continue
 		}
-		if out, err = p.eng.PeerUp(s.clock(p, at), n.name); err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
+		if old.left && s.cfg.SeeAfter > 0 {
+			if p.unseen == nil {
+				p.unseen = make([]bool, len(s.nodes))
+			}
+			p.unseen[i] = true
+			k := j // the peer's rank among the others
+			if j > i {
+				k--
+			}
+			s.addSight(sight{at: at + s.cfg.SeeAfter.Milliseconds()*int64(k+1)/int64(len(s.nodes)-1), peer: j, node: i})
+			continue
 		}
-		s.sendAll(at, j, out)
-		if err := s.moved(j, at); err != nil {
+		if err := s.see(at, j, i); err != nil {
 			return err
 		}
 	}
-	n.ticking = true
+	n.ticking, n.since = true, at
 	s.schedule(n, at)
 	s.firstTickOK = false
 	return nil
+}
+
+// sight is peer seeing node back at true time at (Config.SeeAfter).
+type sight struct {
+	at         int64
+	peer, node int
+}
+
+// addSight schedules sg, keeping the sights in time order (stable).
+func (s *Cluster) addSight(sg sight) {
+	k := len(s.sights)
+	for k > 0 && s.sights[k-1].at > sg.at {
+		k--
+	}
+	s.sights = slices.Insert(s.sights, k, sg)
+}
+
+// see has peer j see node i (back) at true time at, as memberlist's join
+// event does: PeerUp, which sends what j owes it, and the routed keys
+// that move to it. Nothing if either is down by then.
+func (s *Cluster) see(at int64, j, i int) error {
+	p, n := s.nodes[j], s.nodes[i]
+	if p.unseen != nil {
+		p.unseen[i] = false
+	}
+	if p.down || n.down {
+		return nil
+	}
+	out, err := p.eng.PeerUp(s.clock(p, at), n.name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	s.sendAll(at, j, out)
+	return s.moved(j, at)
 }
