@@ -38,12 +38,6 @@ type Config struct {
 	Sync time.Duration
 	// Latency is how long a message takes to reach a peer.
 	Latency time.Duration
-	// StateLatency is how much longer than Latency a full state (a
-	// catch-up, a hello's reply) takes: limiterd sends one over a stream,
-	// which a busy network and the size of a full state make slower than a
-	// datagram (e2e/faults' restarts learnt their peers' counts 10 to 400
-	// ms after /readyz). Whole milliseconds.
-	StateLatency time.Duration
 	// Skew spreads the nodes' clocks: node i reads true time plus an
 	// offset evenly spread over [-Skew, +Skew] (node 0 at -Skew).
 	Skew time.Duration
@@ -207,9 +201,6 @@ func (c Config) Validate() error {
 	}
 	if !(c.Loss >= 0 && c.Loss < 1) {
 		bad("loss must be a probability in [0, 1), got %v", c.Loss)
-	}
-	if c.StateLatency < 0 || c.StateLatency%time.Millisecond != 0 {
-		bad("state latency must be a whole, non-negative number of milliseconds, got %v", c.StateLatency)
 	}
 	if c.SeeAfter < 0 || c.SeeAfter%time.Millisecond != 0 {
 		bad("see-after must be a whole, non-negative number of milliseconds, got %v", c.SeeAfter)

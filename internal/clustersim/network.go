@@ -230,20 +230,15 @@ func (s *Cluster) each(idx []int, f func(i int) error) error {
 }
 
 // sendAll puts the engine messages node from sent at true time at on the
-// network: each copy arrives after the latency (a full state after
-// StateLatency more, and a further reorder delay), unless lost or cut;
-// with Dup a second copy follows.
+// network: each copy arrives after the latency (and a further reorder
+// delay), unless lost or cut; with Dup a second copy follows.
 func (s *Cluster) sendAll(at int64, from int, out []engine.Outbound) {
 	for _, o := range out {
 		to := s.byName[o.To]
-		lat := s.latMs
-		if o.Purpose == engine.PurposeReply || o.Purpose == engine.PurposeCatchUp {
-			lat += s.cfg.StateLatency.Milliseconds() // a full state, over a stream
-		}
 		for _, m := range o.Msgs {
-			s.send(at+lat, from, to, o.Purpose, m)
+			s.send(at+s.latMs, from, to, o.Purpose, m)
 			if s.cfg.Dup {
-				s.send(at+lat+2*s.syncMs+1, from, to, o.Purpose, m)
+				s.send(at+s.latMs+2*s.syncMs+1, from, to, o.Purpose, m)
 			}
 		}
 	}

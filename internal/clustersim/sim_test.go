@@ -116,6 +116,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero sync", func(sc *Config) { sc.Sync = 0 }},
 		{"fractional sync", func(sc *Config) { sc.Sync = 1500 * time.Microsecond }},
 		{"negative latency", func(sc *Config) { sc.Latency = -time.Millisecond }},
+		{"negative see-after", func(sc *Config) { sc.SeeAfter = -time.Millisecond }},
+		{"fractional see-after", func(sc *Config) { sc.SeeAfter = 1500 * time.Microsecond }},
 		{"stagger above sync", func(sc *Config) { sc.Stagger = 201 * time.Millisecond }},
 		{"huge skew", func(sc *Config) { sc.Skew = 2 * time.Hour }},
 		{"certain loss", func(sc *Config) { sc.Loss = 1 }},
