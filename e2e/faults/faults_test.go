@@ -236,16 +236,23 @@ func TestFaultRestartsRouted(t *testing.T) {
 // routed: the probe key's counts are its coordinator's alone.
 func restarts(t *testing.T, routed bool, args ...string) {
 	c := startLab(t, 8, args...)
-	// The bound with two coordinators (package counter, "Two coordinators
-	// at once"): a killed coordinator is failed over to its keys'
-	// runner-up, and when it comes back it is their coordinator again,
-	// granting on the counts it has learnt back so far, while nodes that
-	// have not yet seen it return still ask the runner-up. Its grants fit
-	// what it counts, so it grants at most a limit (and a lease pool)
-	// that the other's count has not seen. The budget's bound (1.32) held
-	// in most runs, but not all: 1.84 here and 1.34 routed in two CI runs
-	// on 2026-12-05, and 1.66 once before (docs/faults.md, 3 and 3r).
-	bound := labTwoCoordinatorsBound(t, 8)
+	// A restarted node takes checks once /readyz says it has heard from
+	// every live peer (-catch-up-wait): they have seen it back, sent it
+	// their counts and can answer its asks. Before that gate (2026-12-05)
+	// it could decide on counts lacking its peers', its asks unanswered
+	// and falling back to a budget that trusted them, the likely cause of
+	// the 1.84 and 1.66 measured here (the simulator shows the mechanism:
+	// clustersim's TestRestartsKeepTheBound, seen back after 3 s). Every
+	// key should then keep the budget's bound, which covers the checks
+	// decided while a killed coordinator is failed over. Routed, a key's
+	// count is its coordinator's alone: the restarted coordinator grants
+	// on the counts moved to it so far while nodes that have not yet seen
+	// it back still ask the runner-up, two coordinators (package counter,
+	// "Two coordinators at once"), whose bound is asserted there.
+	bound, boundName := labBound(t, 8, true), "budget's bound"
+	if routed {
+		bound, boundName = labTwoCoordinatorsBound(t, 8), "bound with two coordinators"
+	}
 	// The probe key, and its coordinator on the whole cluster: routed, one
 	// of the restarted nodes.
 	key, names := "r", nodetest.Names(c.Procs)
@@ -346,7 +353,7 @@ func restarts(t *testing.T, routed bool, args ...string) {
 	nodetest.Figures(t, fmt.Sprintf("3 a node restarted every 10 s, %d times", rounds)+scenarioNote(args),
 		"probe key's coordinator", coord, "its restarts", coordRestarts,
 		"5xx", v.fiveXX, "unanswered", v.noAnswer, "compliant denied", v.compliantDenied,
-		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, "bound with two coordinators", fmt.Sprintf("%.2f", bound),
+		"false rejections (oracle)", v.falseRejections, "worst ratio", v.worst, boundName, fmt.Sprintf("%.2f", bound),
 		"longest restart until the counts were learnt", learnt.Round(100*time.Millisecond), "worst window after", worstAfter)
 	v.holdsPromise(t, "")
 	if v.worst > bound {
