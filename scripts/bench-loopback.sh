@@ -135,7 +135,7 @@ secs() { case $1 in *s) echo "${1%s}" ;; *m) echo $((${1%m} * 60)) ;; *h) echo $
 dur_s=$(secs "$DURATION")
 sum() { printf '%s\n' "$@" | awk '{s += $1} END {print s}'; }
 hz=$(getconf CLK_TCK)
-awk -v s="$csingle" -v hz="$hz" -v r="$(sum "${checks[@]}")" -v d="$dur_s" 'BEGIN {printf "CPU of the single node during its /check rounds: %.1f s, %.1f us per check\n", s / hz, 1e6 * s / hz / (r * d)}'
+awk -v s="$csingle" -v hz="$hz" -v r="$(sum "${checks[@]}")" -v d="$dur_s" -v n="$ROUNDS" 'BEGIN {printf "CPU of the single node during its /check rounds: %.1f s (%.2f cores), %.1f us per check\n", s / hz, s / hz / (n * d), 1e6 * s / hz / (r * d)}'
 if [ -n "$caddr" ]; then
   # What the cluster node's checks waited on: asks sent to another node
   # (a network round trip each), of every check it decided.
@@ -144,8 +144,11 @@ if [ -n "$caddr" ]; then
   asks_n=$(awk '/^limiterd_coordinator_asks_total/ {s += $2} END {printf "%d", s}' <<<"$m")
   fb_n=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ {s += $2} END {printf "%d", s}' <<<"$m")
   echo "node of $NODES: $asks_n of $checks_n checks asked another node over the network ($fb_n fell back to the budget)"
-  awk -v o="$cone" -v p="$cpeers" -v hz="$hz" -v n="$((NODES - 1))" -v r="$(sum "${clustered[@]}")" -v d="$dur_s" \
-    'BEGIN {c = r * d; printf "CPU during the cluster rounds: node 1 %.1f s, %.1f us per check; its %d peers %.1f s together, %.1f us per check\n", o / hz, 1e6 * o / hz / c, n, p / hz, 1e6 * p / hz / c}'
+  # Cores: the CPU seconds over the rounds' seconds. The node of N runs
+  # slower than the single node by the cores its peers take from it and
+  # by the work its own cluster mode adds per check (BENCHMARKS.md).
+  awk -v o="$cone" -v p="$cpeers" -v hz="$hz" -v n="$((NODES - 1))" -v r="$(sum "${clustered[@]}")" -v d="$dur_s" -v k="$ROUNDS" \
+    'BEGIN {c = r * d; printf "CPU during the cluster rounds: node 1 %.1f s (%.2f cores), %.1f us per check; its %d peers %.1f s together (%.2f cores), %.1f us per check\n", o / hz, o / hz / (k * d), 1e6 * o / hz / c, n, p / hz, p / hz / (k * d), 1e6 * p / hz / c}'
   c=$(median "${clustered[@]}")
   echo "/check, node of $NODES req/s: ${clustered[*]} (median $c)"
   awk -v c="$c" -v s="$check" -v n="$noop" 'BEGIN {printf "ratio node of '"$NODES"' / single node (medians): %.3f; / no-op: %.3f\n", c / s, c / n}'
