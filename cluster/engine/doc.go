@@ -79,6 +79,15 @@
 //     (a cluster started at once would otherwise owe each node N − 1
 //     states, sent later as scans of a full table that carry what the
 //     deltas carried meanwhile).
+//   - A node is ready to take checks (Ready, which cluster.Node.Ready and
+//     so /readyz answer) once every up peer has sent it a sync message
+//     since its engine started (Unheard), or CatchUpWait after it joined:
+//     a peer that has not yet seen a new process up sends it nothing, not
+//     its counts and not the answers to its asks, and one that has sends
+//     it what it owes it first, then a heartbeat at least every
+//     AntiEntropyInterval. Without it a restarted node decided on counts
+//     lacking its peers', its unanswered asks falling back to a budget
+//     that trusts them (docs/faults.md, scenario 3).
 //   - PeerUp and PeerDown keep the set of up peers, give the counter the
 //     node count (counter.SetNodes) and report a change through
 //     Config.OnNodesChanged.
