@@ -210,7 +210,7 @@ func checkAgree(t *testing.T, m manifests) {
 		}
 	}
 	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
-		t.Error("readiness must be /readyz (joined), liveness /healthz")
+		t.Error("readiness must be /readyz (joined and heard from every peer), liveness /healthz")
 	}
 	// The flags agree with the ports, the Services and the volumes.
 	for flag, port := range map[string]string{"http-addr": "http", "grpc-addr": "grpc", "bind-addr": "gossip-tcp"} {
