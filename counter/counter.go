@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +68,7 @@ type shard struct {
 	tables    []table     // indexed by Limit.slot
 	keys      int         // entries over all tables
 	lastSweep int64       // unix ms of the last capacity-driven sweep
-	dirty     []dirtyKey  // keys with local changes not yet collected (cluster mode)
+	dirty     []change    // local slices changed since the last AppendChanges (cluster mode)
 	hot       hotSet      // keys that reached HotShare of a limit (cluster mode)
 	restored  []dirtyRef  // keys whose own slices a peer gave back: sent on at the next AppendChanges
 	coord     *coordState // grants and remembered denials (coordinated cluster), nil until first used
@@ -112,11 +111,18 @@ type dirtyRef struct {
 	key  string
 }
 
-// dirtyKey is a key of the dirty list, with its tag (Counter.tagOf) so
-// that collecting it does not hash it again.
-type dirtyKey struct {
+// change is one local slice that counted hits since the last
+// AppendChanges, as the check that counted them last left it: the next
+// AppendChanges sends it as it stands here, without reading the key's
+// block again (a tick's keys are spread over the whole table, and reading
+// each one's block was half of what collecting cost). A slice's count
+// only grows, and only by a check, which updates its change in place
+// (state.change names it), so the newest is what the block holds.
+type change struct {
 	dirtyRef
-	tag uint32
+	start int64
+	count uint32
+	split bool // an earlier change of the key is not right before this one
 }
 
 // New returns a Counter with the given configuration.
@@ -447,16 +453,9 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 		st.add(at[i], uint32(hits), l.sliceMs, c.maxTail(l.max, cs))
 		if cs != nil {
 			st.pending += uint32(hits) // st was rolled above
-			if !st.is(flagDirty) {
-				st.set(flagDirty, true)
-				k := key
-				if m == modeDecide {
-					// An ask's key (Coordinate): the caller may reuse its
-					// bytes (Ask), so the list keeps a copy.
-					k = strings.Clone(key)
-				}
-				s.dirty = append(s.dirty, dirtyKey{dirtyRef{slot: l.slot, key: k}, tag})
-			}
+			// An ask's key (Coordinate): the caller may reuse its bytes
+			// (Ask), so a new change keeps a copy.
+			s.recordChange(l.slot, key, m == modeDecide, st)
 			if cs.isHot(results[i].Count+hits, l.max) {
 				s.hot.mark(l.slot, key, l.max)
 			}

@@ -312,7 +312,8 @@
 //
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not
-// grown since is not sent again); AppendHot returns a node's slices of the
+// grown since is not sent again), each as the check that last grew it
+// recorded it, so that collecting them reads no key's state; AppendHot returns a node's slices of the
 // keys whose window holds at least ClusterConfig.HotShare of their limit,
 // for anti-entropy, from a set the counter keeps as counts cross that
 // share, so its cost follows the hot keys, not all keys, and

@@ -114,7 +114,7 @@ func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int
 				// node's slices only from that node (StateFor carries the
 				// sender's and the receiver's own).
 				st.set(flagClosed, true)
-				st.sentOff = max(st.sentOff, uint32(e.Start-st.base)+1)
+				st.restoredEnd = max(st.restoredEnd, uint32(e.Start-st.base)+1)
 				if ref := (dirtyRef{slot: info.slot, key: e.Key}); len(s.restored) == 0 || s.restored[len(s.restored)-1] != ref {
 					// A key's slices come together: list it once. The
 					// list outlives the call, so it keeps a copy.

@@ -111,3 +111,37 @@ func TestChangesConvergeUnderConcurrentAllows(t *testing.T) {
 		t.Fatal("no slices counted")
 	}
 }
+
+// TestChangesKeepAKeysSlicesTogether: the changes of a tick list each
+// key's slices together and in the order they opened, though the checks
+// that grew them came interleaved in one shard. (They encode shortest so,
+// and their order must not depend on which keys share a shard, which the
+// hash seed picks.)
+func TestChangesKeepAKeysSlicesTogether(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Shards = 1
+	c := newCounter(t, cfg)
+	cc := DefaultClusterConfig("a")
+	cc.Nodes, cc.Coordinated = 8, false // a tail share of 0: each new instant opens a slice
+	if err := c.SetCluster(cc); err != nil {
+		t.Fatal(err)
+	}
+	n := node{c, mustLimit(t, c, "r", 100, 10*time.Second, 10)}
+	for ms := int64(0); ms < 40; ms += 10 {
+		for _, key := range []string{"x", "y", "z"} {
+			n.allow(t, ms, key)
+		}
+	}
+	ch := c.AppendChanges(nil, at(200))
+	if len(ch) != 12 {
+		t.Fatalf("%d changes, want 12 (4 slices of 3 keys): %v", len(ch), ch)
+	}
+	for i, e := range ch {
+		if want := at(int64(i%4) * 10).UnixMilli(); e.Key != ch[i/4*4].Key || e.Start != want || e.Count != 1 {
+			t.Fatalf("change %d is %+v, want key %s's slice at %d with 1: %v", i, e, ch[i/4*4].Key, want, ch)
+		}
+	}
+	if keys := []string{ch[0].Key, ch[4].Key, ch[8].Key}; keys[0] == keys[1] || keys[1] == keys[2] || keys[0] == keys[2] {
+		t.Fatalf("keys %v, want three", keys)
+	}
+}

@@ -13,7 +13,7 @@ import (
 //
 //	base int64, off0 uint32, n uint32, head uint16, meta uint16,
 //	class uint8, flags uint8,
-//	[sentOff uint32, pending uint32, prev uint32]  (flagSync),
+//	[restoredEnd uint32, pending uint32, prev uint32, changed uint32]  (flagSync),
 //	uvarint key length, the key's bytes, n slices (packed.go),
 //	room for more slices
 //
@@ -31,7 +31,7 @@ const (
 	bFlags = 21
 	bSync  = 22 // the sync fields, or the key length without them
 
-	syncBytes = 12
+	syncBytes = 16
 
 	flagWide = 1 << 0
 	flagSync = 1 << 1
@@ -153,13 +153,14 @@ func (sb *slab) loadAt(ref uint32, p int, sc *scratchBuf, private bool, st *stat
 	st.base = int64(binary.LittleEndian.Uint64(h[bBase:]))
 	st.head = binary.LittleEndian.Uint16(h[bHead:])
 	st.meta = binary.LittleEndian.Uint16(h[bMeta:])
-	st.sentOff, st.pending, st.prev = 0, 0, 0
+	st.restoredEnd, st.pending, st.prev, st.changed = 0, 0, 0, 0
 	flags := h[bFlags]
 	if flags&flagSync != 0 {
 		s := sb.b[o+bSync : o+bSync+syncBytes]
-		st.sentOff = binary.LittleEndian.Uint32(s)
+		st.restoredEnd = binary.LittleEndian.Uint32(s)
 		st.pending = binary.LittleEndian.Uint32(s[4:])
 		st.prev = binary.LittleEndian.Uint32(s[8:])
+		st.changed = binary.LittleEndian.Uint32(s[12:])
 	}
 	p0 := &st.sl
 	p0.n = int(binary.LittleEndian.Uint32(h[bN:]))
@@ -193,7 +194,7 @@ func (sb *slab) restore(ref uint32, st *state) uint32 {
 // copied before the old block is freed.
 func storeKey[K string | []byte](sb *slab, ref uint32, key K, st *state) uint32 {
 	p := &st.sl
-	sync := st.sentOff != 0 || st.pending != 0 || st.prev != 0
+	sync := st.restoredEnd != 0 || st.pending != 0 || st.prev != 0 || st.changed != 0
 	w := p.width()
 	if ref != 0 && !p.own {
 		o := refOff(ref)
@@ -249,9 +250,10 @@ func (sb *slab) header(o int, st *state, sync bool) {
 	if sync {
 		flags |= flagSync
 		s := sb.b[o+bSync : o+bSync+syncBytes]
-		binary.LittleEndian.PutUint32(s, st.sentOff)
+		binary.LittleEndian.PutUint32(s, st.restoredEnd)
 		binary.LittleEndian.PutUint32(s[4:], st.pending)
 		binary.LittleEndian.PutUint32(s[8:], st.prev)
+		binary.LittleEndian.PutUint32(s[12:], st.changed)
 	}
 	h[bFlags] = flags
 }

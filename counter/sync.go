@@ -2,7 +2,6 @@ package counter
 
 import (
 	"cmp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,56 +104,28 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 	}
 	nowMs := now.UnixMilli()
 	c.tickAt.Store(nowMs)
-	tick := c.tickNo.Add(1)
+	c.tickNo.Add(1)
 	ids, _, names := c.snapshotNames()
 	// Slices this node still counts (SetClockLead) are still sent.
 	horizon := nowMs - c.lagMs()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		// The dirty keys' slots and blocks are read first, all at once,
-		// so that their cache misses overlap (as Merge's do), and so is
-		// each key's own string, which the lookup compares with the
-		// block's: the caller's bytes or a copy made at the check, a
-		// tick ago, rarely still in cache.
-		var x uint64
-		for _, ref := range s.dirty {
-			x += s.tables[ref.slot].touchSlot(ref.tag)
-			if len(ref.key) > 0 {
-				x += uint64(ref.key[0])
-			}
+		// Each change is the slice as its last check left it: nothing of
+		// the table is read (recordChange). A key's changes go together,
+		// in the order their slices opened, as they did when they were
+		// collected key by key: so they encode shortest (the codec sends
+		// what a key shares with the one before once), whatever the order
+		// of the shards, which is random.
+		if slices.ContainsFunc(s.dirty, func(ch change) bool { return ch.split }) {
+			slices.SortStableFunc(s.dirty, func(a, b change) int {
+				return cmp.Or(cmp.Compare(a.slot, b.slot), strings.Compare(a.key, b.key))
+			})
 		}
-		for _, ref := range s.dirty {
-			x += s.tables[ref.slot].touchBlock(ref.tag)
-		}
-		runtime.KeepAlive(x)
-		for _, ref := range s.dirty {
-			t := &s.tables[ref.slot]
-			tag := ref.tag
-			var st state
-			ok := t.get(tag, ref.key, s.buf(0), false, &st)
-			if !ok || !st.is(flagDirty) {
-				continue
+		for _, ch := range s.dirty {
+			if ch.start > horizon-s.tables[ch.slot].windowMs {
+				dst = append(dst, Entry{Limit: ids[ch.slot], Key: ch.key, Origin: names[0], Start: ch.start, Count: ch.count})
 			}
-			resend := st.sentSliceGrew(tick)
-			newest := uint32(0)
-			for j := range st.sl.n {
-				sl := st.sl.at(j)
-				if sl.origin != 0 || sl.off < st.sentOff {
-					continue
-				}
-				if sl.off == st.sentOff && !resend {
-					newest = sl.off // unchanged since sent: peers have it
-					continue
-				}
-				if start := st.base + int64(sl.off); start > horizon-t.windowMs {
-					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
-				}
-				newest = sl.off
-			}
-			st.sentOff = newest
-			st.set(flagDirty, false)
-			s.store(ref.slot, tag, ref.key, &st)
 		}
 		clear(s.dirty)
 		s.dirty = s.dirty[:0]
@@ -171,9 +142,9 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 			}
 			for j := range st.sl.n {
 				sl := st.sl.at(j)
-				// Restored slices lie before sentOff; from sentOff on, the
-				// dirty list above sends what changed.
-				if start := st.start(j); sl.origin == 0 && sl.off < st.sentOff && start > horizon-t.windowMs {
+				// Restored slices lie before restoredEnd; the changes
+				// above are what checks counted since.
+				if start := st.start(j); sl.origin == 0 && sl.off < st.restoredEnd && start > horizon-t.windowMs {
 					dst = append(dst, Entry{Limit: ids[ref.slot], Key: ref.key, Origin: names[0], Start: start, Count: sl.n})
 				}
 			}
@@ -183,40 +154,6 @@ func (c *Counter) AppendChanges(dst []Entry, now time.Time) []Entry {
 		s.mu.Unlock()
 	}
 	return dst
-}
-
-// sentSliceGrew reports whether the local slice sent last (at sentOff) may
-// have counted requests since the AppendChanges that sent it, the one
-// before tick. If not, only the slices opened since need sending:
-// re-sending an unchanged slice costs every peer a decode and a merge, and
-// slices close often (each node's tail share is small), so it was 40 % of
-// the entries sent at 8 nodes.
-//
-// Every local slice after sentOff was opened since that AppendChanges, so
-// the slice at sentOff grew iff the hits since then exceed the counts of
-// those newer slices. The hits since then are at most pending + prev when
-// the state was last rolled in this interval (tick), or pending when in the
-// previous one: an Allow that ran after the previous AppendChanges passed
-// this shard read tickNo at least tick−1, and roll keeps prev only when it
-// is the interval right before. The estimate can only be too large, so an
-// unchanged slice may be re-sent, never a grown one skipped.
-func (s *state) sentSliceGrew(tick uint32) bool {
-	var since uint64
-	switch s.meta & tickMask {
-	case uint16(tick & tickMask):
-		since = uint64(s.pending) + uint64(s.prev)
-	case uint16((tick - 1) & tickMask):
-		since = uint64(s.pending)
-	default:
-		return true // not rolled recently: no estimate, send as before
-	}
-	var opened uint64
-	for j := range s.sl.n {
-		if s.sl.origin(j) == 0 && s.sl.off(j) > s.sentOff {
-			opened += uint64(s.sl.count(j))
-		}
-	}
-	return since > opened
 }
 
 // AppendState appends every live slice counted by origin (this node's name
@@ -326,4 +263,33 @@ func (c *Counter) Self() string {
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
 	return c.names[0]
+}
+
+// recordChange notes, once a check has counted hits in st (of the limit
+// in slot), the slice that took them, its newest local one, as a change
+// for the next AppendChanges: in place when st's last recorded change is
+// that slice's and still in the list, else as a new change. Its count is
+// then the slice's: what the next AppendChanges sends is what the block
+// holds, though it reads no block. clone keeps a copy of key (an ask's,
+// whose bytes the caller may reuse); otherwise the list keeps key itself.
+func (s *shard) recordChange(slot uint16, key string, clone bool, st *state) {
+	j := st.newestLocal()
+	start, count := st.start(j), st.sl.count(j)
+	split := false
+	if i := int(st.changed) - 1; i >= 0 && i < len(s.dirty) {
+		if ch := &s.dirty[i]; ch.slot == slot && ch.key == key {
+			if ch.start == start {
+				ch.count = max(ch.count, count)
+				return
+			}
+			// A slice opened since: its change follows the key's last
+			// one only if that one is last in the list.
+			split = i < len(s.dirty)-1
+		}
+	}
+	if clone {
+		key = strings.Clone(key)
+	}
+	s.dirty = append(s.dirty, change{dirtyRef{slot: slot, key: key}, start, count, split})
+	st.changed = uint32(len(s.dirty))
 }

@@ -22,19 +22,19 @@ type slice struct {
 // where the table keeps them, packed (packed.go), because the slices are
 // most of what a tracked client costs.
 type state struct {
-	base    int64  // unix ms that slice offsets are relative to
-	sentOff uint32 // offset of the newest local slice at the last AppendChanges
-	pending uint32 // local hits in the current sync interval (cluster mode)
-	prev    uint32 // local hits in the previous sync interval (cluster mode)
-	head    uint16 // requests at the first instant of the newest local slice, saturating
-	meta    uint16 // tickBits: the interval pending belongs to; flagDirty, flagClosed
-	sl      packed // ordered by start, then origin
+	base        int64  // unix ms that slice offsets are relative to
+	restoredEnd uint32 // local slices before this offset were restored from a peer (Merge)
+	changed     uint32 // 1 + where the change of a local slice was last recorded in the shard's dirty list (recordChange)
+	pending     uint32 // local hits in the current sync interval (cluster mode)
+	prev        uint32 // local hits in the previous sync interval (cluster mode)
+	head        uint16 // requests at the first instant of the newest local slice, saturating
+	meta        uint16 // tickBits: the interval pending belongs to; flagClosed
+	sl          packed // ordered by start, then origin
 }
 
 const (
 	tickBits   = 14
 	tickMask   = 1<<tickBits - 1
-	flagDirty  = 1 << 14 // queued in the shard's dirty list
 	flagClosed = 1 << 15 // the newest local slice takes no more requests (restored from a peer)
 )
 
@@ -76,7 +76,7 @@ func (s *state) expire(now, windowMs int64) bool {
 	if s.sl.n > 0 && s.sl.off(0) >= rebaseAt {
 		d := s.sl.off(0)
 		s.sl.shift(-d)
-		s.sentOff -= min(s.sentOff, d)
+		s.restoredEnd -= min(s.restoredEnd, d)
 		s.base += int64(d)
 	}
 	return true
@@ -87,14 +87,14 @@ func (s *state) expire(now, windowMs int64) bool {
 func (s *state) offsetOf(start int64) uint32 {
 	switch {
 	case s.sl.n == 0:
-		s.base, s.sentOff = start, 0
+		s.base, s.restoredEnd = start, 0
 		if !s.sl.wide {
 			s.sl.off0 = 0
 		}
 	case start < s.base:
 		d := uint32(s.base - start)
 		s.sl.shift(d)
-		s.sentOff += d
+		s.restoredEnd += d
 		s.base = start
 	}
 	return uint32(start - s.base)
