@@ -105,7 +105,8 @@ func (s *shard) unlock(n int) {
 	s.mu.Unlock()
 }
 
-// dirtyRef names a key with local changes since the last AppendChanges.
+// dirtyRef names a key of one limit (its slot), as the shard's lists and
+// maps name it: changes, restored keys, hot keys, resets, coordination.
 type dirtyRef struct {
 	slot uint16
 	key  string
@@ -117,7 +118,7 @@ type dirtyRef struct {
 // block again (a tick's keys are spread over the whole table, and reading
 // each one's block was half of what collecting cost). A slice's count
 // only grows, and only by a check, which updates its change in place
-// (state.change names it), so the newest is what the block holds.
+// (state.changed names it), so the newest is what the block holds.
 type change struct {
 	dirtyRef
 	start int64
