@@ -144,8 +144,10 @@ type mergeWork struct {
 	counts       []int32 // per shard, then where its entries start in sorted
 	ends         []int   // where each shard's group of a batch ends in sorted
 	infos        []mergeInfo
-	sink         uint64 // what touch read, so that the reads are not dropped
-	lag          int64  // the counter's clock lead, ms (SetClockLead)
+	slots        []*uint64 // touch's index slots
+	blocks       []*byte   // touch's block lines
+	sink         uint64    // what touch read, so that the reads are not dropped
+	lag          int64     // the counter's clock lead, ms (SetClockLead)
 }
 
 // mergeRef is an entry that Merge will apply, with what it needs to know
@@ -238,18 +240,31 @@ const touchBatch = 64
 // touch reads, for a batch of entries whose shards are locked, first the
 // index slot each key's probe starts at, then the block of each key it
 // finds, so that the cache misses of all of them overlap; the merge that
-// follows finds them in cache.
+// follows finds them in cache. Each read is a loop of its own over
+// addresses gathered before it: a loop that does little besides the load
+// keeps many of them in flight at once, where a probe's work around each
+// load (the table, bounds, the tag) let only a few overlap.
 func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
-	var x uint64
+	w.slots = w.slots[:0]
 	for _, r := range batch {
-		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil {
-			x += t.touchSlot(r.tag)
+		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil && len(t.idx) > 0 {
+			w.slots = append(w.slots, &t.idx[int(r.tag)&(len(t.idx)-1)])
 		}
 	}
+	var x uint64
+	for _, p := range w.slots {
+		x += *p
+	}
+	w.blocks = w.blocks[:0]
 	for _, r := range batch {
 		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil {
-			x += t.touchBlock(r.tag)
+			if o, ok := t.blockOf(r.tag); ok {
+				w.blocks = append(w.blocks, &t.slab.b[o], &t.slab.b[o+minBlock-1])
+			}
 		}
+	}
+	for _, p := range w.blocks {
+		x += uint64(*p)
 	}
 	w.sink += x
 }

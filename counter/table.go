@@ -43,33 +43,21 @@ func (t *table) lookup(tag uint32, key string) (int, int, bool) {
 	}
 }
 
-// touchSlot reads the index slot a probe for tag starts at, and touchBlock
-// the block of the first slot with tag, almost always the key's: its
-// header and, a cache line on, its slices (every block is longer than
-// minBlock). Loads only, nothing that waits for them: a caller touches a
-// batch of keys' slots, then their blocks, so that the cache misses
-// overlap and the lookups that follow find them in cache. What they
-// return is a sum of what they read, for the caller to keep so that the
-// loads are not dropped.
-func (t *table) touchSlot(tag uint32) uint64 {
-	if len(t.idx) == 0 {
-		return 0
-	}
-	return t.idx[int(tag)&(len(t.idx)-1)]
-}
-
-func (t *table) touchBlock(tag uint32) uint64 {
+// blockOf returns the byte offset in the slab of the block of the first
+// slot a probe for tag finds with that tag, almost always the key's, for
+// Merge to read ahead (touch): its header and, a cache line on, its slices
+// (every block is longer than minBlock).
+func (t *table) blockOf(tag uint32) (int, bool) {
 	mask := len(t.idx) - 1
 	if mask < 0 {
-		return 0
+		return 0, false
 	}
 	for i := int(tag) & mask; t.idx[i] != 0; i = (i + 1) & mask {
 		if e := t.idx[i]; uint32(e>>32) == tag {
-			o := refOff(uint32(e))
-			return uint64(t.slab.b[o]) + uint64(t.slab.b[o+minBlock-1])
+			return refOff(uint32(e)), true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // get sets *st to key's state and reports whether key is tracked. The state's slices
