@@ -267,6 +267,10 @@ func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 		x += uint64(*p)
 	}
 	w.sink += x
+	// The pooled work must not keep a table's index or slab alive once a
+	// resize or compaction has replaced it.
+	clear(w.slots)
+	clear(w.blocks)
 }
 
 // tableAt returns the shard's table for slot, or nil if there is none yet.
