@@ -184,7 +184,8 @@ func BenchmarkCoordinateHotKey(b *testing.B) {
 // TestForgedSendersAreDropped: messages that name a sender no member has
 // (issue 9, findings 4 and 5) are dropped before any work: no count is
 // merged, no reply is sent, and nothing of the name is kept, however many
-// names; a real member's message still merges.
+// names, but the few kept to warn about (strangers); a real member's
+// message still merges.
 func TestForgedSendersAreDropped(t *testing.T) {
 	nodes := startCluster(t, 2, nodeOpts{limit: 600})
 	victim := nodes[0]
@@ -206,6 +207,9 @@ func TestForgedSendersAreDropped(t *testing.T) {
 	}
 	if n := len(victim.n.engine.Peers()); n != 1 {
 		t.Fatalf("the engine keeps %d peers, want only the real one", n)
+	}
+	if n := len(victim.n.strangers.names); n != maxStrangers {
+		t.Fatalf("%d forged names kept to warn about, want %d", n, maxStrangers)
 	}
 	// At least the forged ones: a real peer's message that beats its join
 	// event to the member table (a loaded machine) is dropped the same way.

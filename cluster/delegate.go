@@ -117,11 +117,12 @@ func (d delegate) NotifyMsg(b []byte) {
 	if errors.Is(err, engine.ErrNotMember) {
 		// With a key only a holder of it can send: a node joining (its
 		// first messages can come before its membership does) or one
-		// that just left. Without one it may be anyone.
-		if n.encrypted() {
-			n.decodeLog.log(n.log, slog.LevelDebug, "dropped a cluster message from a node not (yet) a member here", "bytes", len(b), "err", err)
-		} else {
-			n.decodeLog.log(n.log, slog.LevelWarn, "dropped a cluster message from a non-member (set -gossip-key to keep others out)", "bytes", len(b), "err", err)
+		// that just left. Without one it may be anyone, but it is still
+		// most often a joining node: it is warned about only if it is
+		// still no member strangerGrace later (strangers).
+		n.decodeLog.log(n.log, slog.LevelDebug, "dropped a cluster message from a node not (yet) a member here", "bytes", len(b), "err", err)
+		if !n.encrypted() && rcv.From != "" { // "": a relayed answer's target, not its sender, is unknown
+			n.strangers.note(rcv.From, n.now())
 		}
 		return
 	}

@@ -67,6 +67,7 @@ type Node struct {
 
 	dropped   atomic.Uint64 // messages not sent: full queue or send error
 	decodeLog rateLog
+	strangers strangers // senders dropped as non-members, warned about if they stay so
 	sendLog   rateLog
 	events    *prometheus.CounterVec
 }
@@ -347,6 +348,7 @@ func (n *Node) syncLoop(ctx context.Context) {
 			tick.Reset(n.engine.NextTick(now).Sub(now))
 		case <-reap.C:
 			n.reap(n.now())
+			n.warnStrangers(n.now())
 		}
 	}
 }
