@@ -19,8 +19,9 @@ import (
 // still no member strangerGrace later is the warning written, with what
 // was dropped; a sender that keeps sending is warned about again at most
 // every strangerRewarn. At most maxStrangers names are kept (a forger
-// can make up any number of names); the senders past that are counted
-// and reported together.
+// can make up any number of names); the messages of senders past that
+// are counted and reported with the named ones, and forgotten when every
+// named one turned out to be joining (a large cluster starting).
 //
 // Safe for concurrent use: note is called from memberlist's goroutines,
 // due from the sync loop.
@@ -76,11 +77,13 @@ func (s *strangers) note(name string, now time.Time) {
 	s.names[strings.Clone(name)] = &stranger{since: now, dropped: 1}
 }
 
-// due returns the warnings due at now, and the messages dropped from
-// senders that did not fit (reported once, then counted afresh). A sender
+// due returns the warnings due at now and, with them, the messages
+// dropped from senders that did not fit since the last report. A sender
 // that has become a member is forgotten silently: it was joining. One
 // already warned about is warned about again after strangerRewarn if it
-// sent more since, and forgotten if it did not.
+// sent more since, and forgotten if it did not. Once no named sender is
+// left, the count of the unnamed ones is dropped too: they were most
+// likely joining with the named ones.
 func (s *strangers) due(now time.Time, member func(name string) bool) (reports []strangerReport, overflow int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,7 +104,12 @@ func (s *strangers) due(now time.Time, member func(name string) bool) (reports [
 		}
 	}
 	slices.SortFunc(reports, func(a, b strangerReport) int { return cmp.Compare(a.name, b.name) })
-	overflow, s.overflow = s.overflow, 0
+	switch {
+	case len(reports) > 0:
+		overflow, s.overflow = s.overflow, 0
+	case len(s.names) == 0:
+		s.overflow = 0
+	}
 	return reports, overflow
 }
 

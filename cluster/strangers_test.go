@@ -114,6 +114,27 @@ func TestStrangersBounded(t *testing.T) {
 	}
 }
 
+// TestStrangersJoinersPastTheBound: a cluster of more than maxStrangers
+// nodes starting: every sender joins within the grace, the named ones and
+// those past the bound alike, and nothing is reported.
+func TestStrangersJoinersPastTheBound(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var s strangers
+	for i := range 2 * maxStrangers {
+		s.note(fmt.Sprintf("node-%d", i), t0)
+	}
+	all := func(string) bool { return true }
+	if got, overflow := s.due(t0.Add(time.Second), all); len(got) != 0 || overflow != 0 {
+		t.Errorf("joiners reported: %+v, %d more messages", got, overflow)
+	}
+	// A real stranger later is reported alone.
+	s.note("stranger", t0.Add(2*time.Second))
+	got, overflow := s.due(t0.Add(2*time.Second+strangerGrace), func(name string) bool { return name != "stranger" })
+	if len(got) != 1 || got[0].name != "stranger" || overflow != 0 {
+		t.Errorf("reports %+v and %d more messages, want the stranger's alone", got, overflow)
+	}
+}
+
 func TestStrangersKeepACopyOfTheName(t *testing.T) {
 	buf := []byte("node9")
 	var s strangers
