@@ -197,6 +197,12 @@ func BenchmarkMergeSteady(b *testing.B) { benchMerge(b, 2, 200_000, 1_000) }
 // nodes), some 200 in its window, and the peer's newest lies at the end.
 func BenchmarkMergeHotKeys(b *testing.B) { benchMerge(b, 8, 1_000, 7_000) }
 
+// BenchmarkMergeManySlices is a peer's merge in scripts/bench-loopback.sh's
+// KEYS=100000 run on 8 nodes: node 1 checks some 55,000 keys a second out
+// of 100,000, so a key has a slice in most 5 s slices of its window, about
+// a dozen, and its block spans two or three cache lines past its header.
+func BenchmarkMergeManySlices(b *testing.B) { benchMerge(b, 8, 100_000, 11_000) }
+
 // BenchmarkMergeKnown is BenchmarkMergeSteady's ticks each merged a second
 // time, only that one timed: every entry is known already, as most of
 // anti-entropy's re-sends are.

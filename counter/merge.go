@@ -145,7 +145,8 @@ type mergeWork struct {
 	ends         []int   // where each shard's group of a batch ends in sorted
 	infos        []mergeInfo
 	slots        []*uint64 // touch's index slots
-	blocks       []*byte   // touch's block lines
+	blocks       []blockAt // touch's blocks
+	lines        []*byte   // touch's block lines
 	sink         uint64    // what touch read, so that the reads are not dropped
 	lag          int64     // the counter's clock lead, ms (SetClockLead)
 }
@@ -244,6 +245,15 @@ const touchBatch = 64
 // addresses gathered before it: a loop that does little besides the load
 // keeps many of them in flight at once, where a probe's work around each
 // load (the table, bounds, the tag) let only a few overlap.
+//
+// A block's first two cache lines hold its header, its key and its first
+// slices; a key with more slices (one a few times over its limit, or
+// checked every few seconds, has a slice each 5 s of its window) has more
+// lines, which the merge's search of its slices would otherwise wait for
+// one by one. Those are read last, once the headers, which say how long
+// each block's slices are, are in; only in tables whose blocks are long
+// on average (table.longBlocks): elsewhere the headers' reading costs
+// more than the few lines it finds.
 func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	w.slots = w.slots[:0]
 	for _, r := range batch {
@@ -255,15 +265,33 @@ func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	for _, p := range w.slots {
 		x += *p
 	}
-	w.blocks = w.blocks[:0]
+	w.blocks, w.lines = w.blocks[:0], w.lines[:0]
 	for _, r := range batch {
 		if t := shards[r.shard].tableAt(w.infos[r.info].slot); t != nil {
 			if o, ok := t.blockOf(r.tag); ok {
-				w.blocks = append(w.blocks, &t.slab.b[o], &t.slab.b[o+minBlock-1])
+				if t.longBlocks() {
+					w.blocks = append(w.blocks, blockAt{&t.slab, o})
+				}
+				w.lines = append(w.lines, &t.slab.b[o], &t.slab.b[o+minBlock-1])
 			}
 		}
 	}
-	for _, p := range w.blocks {
+	for _, p := range w.lines {
+		x += uint64(*p)
+	}
+	w.lines = w.lines[:0]
+	for _, at := range w.blocks {
+		// The lines after the one minBlock reaches into, up to the end of
+		// the slices, if the block reaches past it at all.
+		next := (at.o+minBlock-1)&^63 + 64
+		if at.o+unitsOf(at.slab.b[at.o+bClass])*8 <= next {
+			continue
+		}
+		for end := at.slab.usedEnd(at.o); next < end; next += 64 {
+			w.lines = append(w.lines, &at.slab.b[next])
+		}
+	}
+	for _, p := range w.lines {
 		x += uint64(*p)
 	}
 	w.sink += x
@@ -271,6 +299,13 @@ func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	// resize or compaction has replaced it.
 	clear(w.slots)
 	clear(w.blocks)
+	clear(w.lines)
+}
+
+// blockAt is where a block starts in a slab.
+type blockAt struct {
+	slab *slab
+	o    int
 }
 
 // tableAt returns the shard's table for slot, or nil if there is none yet.

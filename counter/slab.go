@@ -138,6 +138,16 @@ func (sb *slab) key(ref uint32) ([]byte, int) {
 	return sb.b[p : p+n], p + n
 }
 
+// usedEnd returns where the slices of the block at o end.
+func (sb *slab) usedEnd(o int) int {
+	_, p := sb.key(uint32(o/8 + 1))
+	w := narrowBytes
+	if sb.b[o+bFlags]&flagWide != 0 {
+		w = wideBytes
+	}
+	return p + int(binary.LittleEndian.Uint32(sb.b[o+bN:]))*w
+}
+
 // load sets *st to the state in the block at ref. Its slices are the block's
 // bytes, changed in place, unless private, when they are a copy in sc (a
 // call that names one limit twice must not see its own first write).

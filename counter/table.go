@@ -60,6 +60,13 @@ func (t *table) blockOf(tag uint32) (int, bool) {
 	return 0, false
 }
 
+// longBlocks reports whether the table's blocks average past two cache
+// lines less the header's: whether a key's slices are likely to reach
+// past the two lines Merge reads ahead first (mergeWork.touch).
+func (t *table) longBlocks() bool {
+	return t.n > 0 && len(t.slab.b)-t.slab.freeBytes > t.n*(2*64-bSync)
+}
+
 // get sets *st to key's state and reports whether key is tracked. The state's slices
 // are changed in place in the table (packed.go) until they need to move,
 // to sc; private gives a copy in sc from the start. An untracked key's
