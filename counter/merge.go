@@ -283,11 +283,11 @@ func (w *mergeWork) touch(shards []shard, batch []mergeRef) {
 	for _, at := range w.blocks {
 		// The lines after the one minBlock reaches into, up to the end of
 		// the slices, if the block reaches past it at all.
-		next := (at.o+minBlock-1)&^63 + 64
+		next := (at.o+minBlock-1)&^(cacheLine-1) + cacheLine
 		if at.o+unitsOf(at.slab.b[at.o+bClass])*8 <= next {
 			continue
 		}
-		for end := at.slab.usedEnd(at.o); next < end; next += 64 {
+		for end := at.slab.usedEnd(at.o); next < end; next += cacheLine {
 			w.lines = append(w.lines, &at.slab.b[next])
 		}
 	}

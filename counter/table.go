@@ -60,11 +60,15 @@ func (t *table) blockOf(tag uint32) (int, bool) {
 	return 0, false
 }
 
+// cacheLine is the bytes of a cache line on the machines limiterd runs
+// on (amd64, arm64): what Merge reads ahead at a time (mergeWork.touch).
+const cacheLine = 64
+
 // longBlocks reports whether the table's blocks average past two cache
 // lines less the header's: whether a key's slices are likely to reach
 // past the two lines Merge reads ahead first (mergeWork.touch).
 func (t *table) longBlocks() bool {
-	return t.n > 0 && len(t.slab.b)-t.slab.freeBytes > t.n*(2*64-bSync)
+	return t.n > 0 && len(t.slab.b)-t.slab.freeBytes > t.n*(2*cacheLine-bSync)
 }
 
 // get sets *st to key's state and reports whether key is tracked. The state's slices
