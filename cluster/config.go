@@ -22,9 +22,10 @@ const (
 	TransportTCP = "tcp"
 )
 
-// DefaultDatagramBudget is Config.DatagramBudget's default: memberlist's
-// own packet budget (UDPBufferSize), which stays under a 1,500-byte
-// Ethernet MTU with the IP and UDP headers.
+// DefaultDatagramBudget is the datagram budget of a node whose
+// Config.DatagramBudget is 0, unless it is bound to a loopback address:
+// memberlist's own packet budget (UDPBufferSize), which stays under a
+// 1,500-byte Ethernet MTU with the IP and UDP headers.
 const DefaultDatagramBudget = 1400
 
 // The range of Config.DatagramBudget: at least what IPv6's least MTU
@@ -89,16 +90,18 @@ type Config struct {
 	SyncTransport string
 	// DatagramBudget is the most bytes one sync datagram (TransportUDP)
 	// may take, memberlist's framing included, the IP and UDP headers
-	// not: default 1,400, under a 1,500-byte Ethernet MTU. On a network
-	// of larger frames (an MTU of 9,001 between instances of one AWS VPC,
-	// say, or nodes on one host) a larger budget carries more entries a
-	// datagram, so every node sends, receives and handles fewer of them
-	// (8,900 carries about six times 1,400's). A budget past the path's
-	// MTU makes IP fragment the datagrams, and a lost fragment loses the
-	// whole datagram; a network that drops fragments loses them all. Use
-	// the MTU less 28 (IPv4) or 48 (IPv6) at most; on an overlay or VPN of
-	// a smaller MTU than 1,428, lower it likewise. MinDatagramBudget to
-	// MaxDatagramBudget.
+	// not. 0 (the default): DefaultDatagramBudget, 1,400, under a
+	// 1,500-byte Ethernet MTU, or, when BindAddr is a loopback address
+	// (every peer on this host), what the loopback interface carries:
+	// 60,000 on Linux (budget.go). On a network of larger frames (an MTU
+	// of 9,001 between instances of one AWS VPC, say) a larger budget
+	// carries more entries a datagram, so every node sends, receives and
+	// handles fewer of them (8,900 carries about six times 1,400's). A
+	// budget past the path's MTU makes IP fragment the datagrams, and a
+	// lost fragment loses the whole datagram; a network that drops
+	// fragments loses them all. Use the MTU less 28 (IPv4) or 48 (IPv6)
+	// at most; on an overlay or VPN of a smaller MTU than 1,428, lower it
+	// likewise. 0, or MinDatagramBudget to MaxDatagramBudget.
 	DatagramBudget int
 	// SendSpread spreads the datagrams of one tick to one peer evenly over
 	// this share of the sync interval after the tick (default 0.1: 20 ms of
@@ -140,7 +143,7 @@ func DefaultConfig() Config {
 		Timing:         engine.DefaultTiming(),
 		LeaveTimeout:   2 * time.Second,
 		SyncTransport:  TransportUDP,
-		DatagramBudget: DefaultDatagramBudget,
+		DatagramBudget: 0, // DefaultDatagramBudget, or the loopback's (budget.go)
 		SendSpread:     0.1,
 		QueueLength:    64,
 		Now:            time.Now,
@@ -218,8 +221,8 @@ func (c Config) Validate() error {
 	if c.SyncTransport != TransportUDP && c.SyncTransport != TransportTCP {
 		bad("SyncTransport must be %q or %q, got %q", TransportUDP, TransportTCP, c.SyncTransport)
 	}
-	if c.DatagramBudget < MinDatagramBudget || c.DatagramBudget > MaxDatagramBudget {
-		bad("DatagramBudget must be between %d and %d bytes, got %d", MinDatagramBudget, MaxDatagramBudget, c.DatagramBudget)
+	if c.DatagramBudget != 0 && (c.DatagramBudget < MinDatagramBudget || c.DatagramBudget > MaxDatagramBudget) {
+		bad("DatagramBudget must be 0 (the default for BindAddr) or between %d and %d bytes, got %d", MinDatagramBudget, MaxDatagramBudget, c.DatagramBudget)
 	}
 	if !(c.SendSpread >= 0 && c.SendSpread <= 0.25) {
 		bad("SendSpread must be between 0 and 0.25 (a share of the sync interval), got %v", c.SendSpread)
@@ -246,7 +249,11 @@ func splitHostPort(hp string) (string, int, error) {
 // datagramMessageBytes is the largest sync message that still fits one
 // datagram of c.DatagramBudget bytes with c's label and encryption.
 func (c Config) datagramMessageBytes() int {
-	return datagramBytes(c.DatagramBudget, c.Label, len(c.GossipKey) > 0 || len(c.GossipKeys) > 0)
+	budget := c.DatagramBudget
+	if budget == 0 { // not resolved (resolveBudget): the least default
+		budget = DefaultDatagramBudget
+	}
+	return datagramBytes(budget, c.Label, len(c.GossipKey) > 0 || len(c.GossipKeys) > 0)
 }
 
 // datagramBytes is the largest sync message that still fits one datagram

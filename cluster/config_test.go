@@ -39,9 +39,10 @@ func TestConfigValidate(t *testing.T) {
 		{"quic", func(c *Config) { c.SyncTransport = "quic" }, "SyncTransport"},
 		{"no queue", func(c *Config) { c.QueueLength = 0 }, "QueueLength"},
 		{"jumbo datagrams", func(c *Config) { c.DatagramBudget = 8900 }, ""},
+		{"datagrams as the bind address allows", func(c *Config) { c.DatagramBudget = 0 }, ""},
 		{"least datagrams", func(c *Config) { c.DatagramBudget = MinDatagramBudget }, ""},
 		{"largest datagrams", func(c *Config) { c.DatagramBudget = MaxDatagramBudget }, ""},
-		{"datagrams too small", func(c *Config) { c.DatagramBudget = MinDatagramBudget - 1 }, "DatagramBudget must be between 1200 and 60000 bytes"},
+		{"datagrams too small", func(c *Config) { c.DatagramBudget = MinDatagramBudget - 1 }, "DatagramBudget must be 0 (the default for BindAddr) or between 1200 and 60000 bytes"},
 		{"datagrams too large", func(c *Config) { c.DatagramBudget = MaxDatagramBudget + 1 }, "DatagramBudget"},
 		{"negative spread", func(c *Config) { c.SendSpread = -0.1 }, "SendSpread"},
 		{"spread past the grace", func(c *Config) { c.SendSpread = 0.3 }, "SendSpread"},
@@ -98,6 +99,7 @@ func TestDatagramBudget(t *testing.T) {
 		{8900, "", nil, 8894},
 		{MinDatagramBudget, strings.Repeat("l", 255), make([]byte, 16), 908},
 		{MaxDatagramBudget, "", nil, 59994},
+		{0, "", nil, 1394}, // not resolved: the default's
 	} {
 		c := DefaultConfig()
 		c.DatagramBudget, c.Label, c.GossipKey = tc.budget, tc.label, tc.key
@@ -127,5 +129,45 @@ func TestCheckGossipKey(t *testing.T) {
 		if err != nil && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("the key must have 16, 24 or 32 bytes (AES-128, -192, -256), got %d", tc.size))) {
 			t.Errorf("%d bytes: %v, want ErrInvalidConfig naming the key and its size", tc.size, err)
 		}
+	}
+}
+
+// A budget of 0 follows the bind address: 1,400 off loopback whatever
+// the interface, the loopback's MTU less the headers on it, within the
+// budget's range, and no more than macOS sends elsewhere than Linux.
+func TestDatagramBudgetOfBindAddress(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		mtu  int
+		goos string
+		want int
+	}{
+		{"0.0.0.0", 65536, "linux", DefaultDatagramBudget},
+		{"10.0.0.5", 9001, "linux", DefaultDatagramBudget},
+		{"", 65536, "linux", DefaultDatagramBudget},
+		{"127.0.0.1", 65536, "linux", MaxDatagramBudget},
+		{"127.0.0.2", 65536, "linux", MaxDatagramBudget},
+		{"::1", 65536, "linux", MaxDatagramBudget},
+		{"127.0.0.1", 16384, "linux", 16384 - 28},
+		{"::1", 16384, "linux", 16384 - 48},
+		{"127.0.0.1", 16384, "darwin", 9216 - 48},
+		{"127.0.0.1", 1500, "linux", 1472},
+		{"127.0.0.1", 1400, "linux", DefaultDatagramBudget}, // fragments stay on the host
+		{"127.0.0.1", 0, "linux", DefaultDatagramBudget}, // no loopback found
+	} {
+		got := datagramBudget(tc.host, tc.mtu, tc.goos)
+		if got != tc.want {
+			t.Errorf("%q, MTU %d, %s: %d, want %d", tc.host, tc.mtu, tc.goos, got, tc.want)
+		}
+		c := DefaultConfig()
+		c.DatagramBudget = got
+		if err := c.Validate(); err != nil {
+			t.Errorf("%q, MTU %d, %s: %v", tc.host, tc.mtu, tc.goos, err)
+		}
+	}
+	c := DefaultConfig()
+	c.DatagramBudget = 8900
+	if c.resolveBudget() || c.DatagramBudget != 8900 {
+		t.Errorf("a budget set was changed to %d", c.DatagramBudget)
 	}
 }

@@ -111,6 +111,9 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.resolveBudget() && cfg.DatagramBudget != DefaultDatagramBudget {
+		lg.Info("sync datagrams of up to the loopback's budget: every peer is on this host", "bytes", cfg.DatagramBudget)
+	}
 	n := &Node{
 		cfg: cfg, c: c, now: cfg.Now, log: lg, dgram: cfg.datagramMessageBytes(),
 		nudge:   make(chan struct{}, 1),

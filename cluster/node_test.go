@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -339,6 +340,7 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	nw := newNetwork()
 	nw.mtu = DefaultDatagramBudget // a datagram over budget would be lost
 	o := nodeOpts{nw: nw, config: func(c *Config) {
+		c.DatagramBudget = DefaultDatagramBudget // not the loopback's
 		c.Label = strings.Repeat("l", 255)
 		c.GossipKey = []byte("0123456789abcdef0123456789abcdef")
 	}}
@@ -415,6 +417,40 @@ func TestLargerDatagramBudget(t *testing.T) {
 	}
 	if got := nodes[0].n.dgram; got != budget-6 {
 		t.Fatalf("sync messages of at most %d bytes, want %d", got, budget-6)
+	}
+}
+
+// With the default budget a node bound to a loopback address sends its
+// deltas in datagrams as large as the loopback carries (every peer is on
+// the host), and every count arrives.
+func TestLoopbackDatagramBudget(t *testing.T) {
+	budget := datagramBudget("127.0.0.1", loopbackMTU(), runtime.GOOS)
+	if budget <= DefaultDatagramBudget {
+		t.Fatalf("this host's loopback (MTU %d) carries a budget of only %d", loopbackMTU(), budget)
+	}
+	nw := newNetwork()
+	var largest atomic.Int64
+	nw.lose = func(_, _ string, b []byte) bool {
+		for n := int64(len(b)); ; {
+			m := largest.Load()
+			if n <= m || largest.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return false
+	}
+	nodes := startCluster(t, 2, nodeOpts{nw: nw})
+	if got := nodes[0].n.cfg.DatagramBudget; got != budget {
+		t.Fatalf("budget %d, want the loopback's %d", got, budget)
+	}
+	for i := range 3000 {
+		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
+	}
+	for _, k := range []string{"client-0000", "client-1500", "client-2999"} {
+		waitCounts(t, k, 1, nodes...)
+	}
+	if got := largest.Load(); got <= 8900 || got > int64(budget) {
+		t.Fatalf("largest datagram %d bytes, want over 8,900 and at most %d", got, budget)
 	}
 }
 

@@ -19,8 +19,10 @@
 #   scripts/bench-loopback.sh            # DURATION=10s CONNS=32 KEYS=10000 ROUNDS=3
 #   DURATION=30s CONNS=64 scripts/bench-loopback.sh
 #   NODES=8 scripts/bench-loopback.sh    # single node vs a node of 8
-#   NODES=8 NODE_ARGS="-sync-datagram-bytes 8900" scripts/bench-loopback.sh
+#   NODES=8 NODE_ARGS="-sync-datagram-bytes 1400" scripts/bench-loopback.sh
 #                                        # flags for the cluster's nodes only
+#                                        # (here: a LAN's datagrams, not the
+#                                        # loopback's 60,000 bytes)
 #
 # WARMUP=1 (the default) first runs each service once, unreported in the
 # medians: the first run of a cluster meets every key new on all N nodes
