@@ -153,7 +153,7 @@ func TestDatagramBudgetOfBindAddress(t *testing.T) {
 		{"127.0.0.1", 16384, "darwin", 9216 - 48},
 		{"127.0.0.1", 1500, "linux", 1472},
 		{"127.0.0.1", 1400, "linux", DefaultDatagramBudget}, // fragments stay on the host
-		{"127.0.0.1", 0, "linux", DefaultDatagramBudget}, // no loopback found
+		{"127.0.0.1", 0, "linux", DefaultDatagramBudget},    // no loopback found
 	} {
 		got := datagramBudget(tc.host, tc.mtu, tc.goos)
 		if got != tc.want {
