@@ -121,9 +121,10 @@ type dirtyRef struct {
 // (state.changed names it), so the newest is what the block holds.
 type change struct {
 	dirtyRef
-	start int64
-	count uint32
-	split bool // an earlier change of the key is not right before this one
+	start   int64
+	count   uint32
+	next    uint32 // 1 + the index of the key's change after this one (a slice opened since), 0: none
+	follows bool   // the key has a change before this one in the list
 }
 
 // New returns a Counter with the given configuration.
@@ -456,7 +457,7 @@ func (c *Counter) allow(t time.Time, key string, hits int64, limits []Limit, res
 			st.pending += uint32(hits) // st was rolled above
 			// An ask's key (Coordinate): the caller may reuse its bytes
 			// (Ask), so a new change keeps a copy.
-			s.recordChange(l.slot, key, m == modeDecide, st)
+			s.recordChange(l.slot, key, m == modeDecide, c.tickNo.Load(), st)
 			if cs.isHot(results[i].Count+hits, l.max) {
 				s.hot.mark(l.slot, key, l.max)
 			}

@@ -145,3 +145,33 @@ func TestChangesKeepAKeysSlicesTogether(t *testing.T) {
 		t.Fatalf("keys %v, want three", keys)
 	}
 }
+
+// A state's changed field names its change and the interval it was
+// recorded in: a change of an earlier interval, whose list is gone, is
+// told apart without reading the list, and an index past the field's
+// bits names none.
+func TestChangeRef(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		i         int
+		tick, now uint32
+		ok        bool
+	}{
+		{"first change, same interval", 0, 7, 7, true},
+		{"a later change", 4095, 7, 7, true},
+		{"the interval after", 3, 7, 8, false},
+		{"the tick's bits wrapped", 3, 7, 7 + 1<<12, true}, // the key compare decides then
+		{"ticks past the field's bits", 5, 1<<12 + 9, 9, true},
+		{"the last index the bits hold", changeIndexMask - 1, 2, 2, true},
+		{"an index past the bits", changeIndexMask, 2, 2, false},
+	} {
+		ref := changeRef(tc.i, tc.tick)
+		i, ok := changeAt(ref, tc.now)
+		if ok != tc.ok || ok && i != tc.i {
+			t.Errorf("%s: changeAt(changeRef(%d, %d), %d) = %d, %v; want %d, %v", tc.name, tc.i, tc.tick, tc.now, i, ok, tc.i, tc.ok)
+		}
+	}
+	if _, ok := changeAt(0, 0); ok {
+		t.Error("a state never changed names a change")
+	}
+}

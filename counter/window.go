@@ -24,7 +24,7 @@ type slice struct {
 type state struct {
 	base        int64  // unix ms that slice offsets are relative to
 	restoredEnd uint32 // local slices before this offset were restored from a peer (Merge)
-	changed     uint32 // 1 + where the change of a local slice was last recorded in the shard's dirty list (recordChange)
+	changed     uint32 // where the change of a local slice was last recorded in the shard's dirty list, and in which interval (changeRef)
 	pending     uint32 // local hits in the current sync interval (cluster mode)
 	prev        uint32 // local hits in the previous sync interval (cluster mode)
 	head        uint16 // requests at the first instant of the newest local slice, saturating
