@@ -2,6 +2,7 @@ package counter
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -24,6 +25,9 @@ func checkCoordCounts(t *testing.T, cs *coordState, step int) {
 		}
 		if k.denial.until != 0 {
 			denied++
+		}
+		if !cs.mayHold(ref) || cs.lookup(ref) != k {
+			t.Fatalf("step %d: the record of %v is not found (its filter bit is clear)", step, ref)
 		}
 	}
 	if held != cs.held || lent != cs.lent || denied != cs.denied {
@@ -143,5 +147,57 @@ func TestGrantGapMatchesAScan(t *testing.T) {
 				t.Fatalf("round %d: %d slices, grant %+v: gap %d, a scan finds %d", round, st.sl.n, g, got, want)
 			}
 		}
+	}
+}
+
+// The filter a check looks at before the map keeps every record's bit
+// set, whatever was dropped, and lets go of the bits of records dropped:
+// once all are, a check of any key skips the map.
+func TestCoordFilter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	cs := &coordState{}
+	live := map[dirtyRef]bool{}
+	ref := func(i int) dirtyRef {
+		return dirtyRef{slot: uint16(i % 3), key: "client-" + strconv.Itoa(100000+i)}
+	}
+	for step := range 20_000 {
+		r := ref(rng.IntN(2_000))
+		if rng.IntN(3) > 0 || len(live) == 0 {
+			cs.setDenial(cs.upsert(r), denial{until: 1})
+			live[r] = true
+		} else if live[r] {
+			k := cs.lookup(r)
+			cs.setDenial(k, denial{})
+			cs.tidy(r, k)
+			delete(live, r)
+		}
+		if step%1000 == 0 {
+			for r := range live {
+				if cs.lookup(r) == nil {
+					t.Fatalf("step %d: %v's record not found", step, r)
+				}
+			}
+		}
+	}
+	for r := range live {
+		k := cs.lookup(r)
+		cs.setDenial(k, denial{})
+		cs.tidy(r, k)
+	}
+	if len(cs.keys) != 0 || cs.filter != [filterWords]uint64{} {
+		t.Fatalf("every record dropped: %d left, filter %x", len(cs.keys), cs.filter)
+	}
+	// A few records leave most bits clear: most checks skip the map.
+	for i := range 8 {
+		cs.setDenial(cs.upsert(ref(i)), denial{until: 1})
+	}
+	skipped := 0
+	for i := range 10_000 {
+		if !cs.mayHold(ref(10_000 + i)) {
+			skipped++
+		}
+	}
+	if skipped < 9_800 {
+		t.Fatalf("with 8 records %d of 10,000 other keys skip the map, want at least 9,800", skipped)
 	}
 }
