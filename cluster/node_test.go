@@ -388,14 +388,10 @@ func TestOversizeDeltaGoesByStream(t *testing.T) {
 	}
 }
 
-// With a larger DatagramBudget (a network of jumbo frames) a node's
-// deltas travel in datagrams of up to that size and no more: a path of
-// that MTU, which drops anything longer, delivers every count.
-func TestLargerDatagramBudget(t *testing.T) {
-	const budget = 8900
-	nw := newNetwork()
-	nw.mtu = budget
-	var largest atomic.Int64
+// recordLargest makes nw lose nothing and keep the size of the largest
+// datagram it carried.
+func recordLargest(nw *network) *atomic.Int64 {
+	largest := new(atomic.Int64)
 	nw.lose = func(_, _ string, b []byte) bool {
 		for n := int64(len(b)); ; {
 			m := largest.Load()
@@ -405,6 +401,17 @@ func TestLargerDatagramBudget(t *testing.T) {
 		}
 		return false
 	}
+	return largest
+}
+
+// With a larger DatagramBudget (a network of jumbo frames) a node's
+// deltas travel in datagrams of up to that size and no more: a path of
+// that MTU, which drops anything longer, delivers every count.
+func TestLargerDatagramBudget(t *testing.T) {
+	const budget = 8900
+	nw := newNetwork()
+	nw.mtu = budget
+	largest := recordLargest(nw)
 	nodes := startCluster(t, 2, nodeOpts{nw: nw, config: func(c *Config) { c.DatagramBudget = budget }})
 	for i := range 1000 {
 		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
@@ -429,16 +436,7 @@ func TestLoopbackDatagramBudget(t *testing.T) {
 		t.Fatalf("this host's loopback (MTU %d) carries a budget of only %d", loopbackMTU(), budget)
 	}
 	nw := newNetwork()
-	var largest atomic.Int64
-	nw.lose = func(_, _ string, b []byte) bool {
-		for n := int64(len(b)); ; {
-			m := largest.Load()
-			if n <= m || largest.CompareAndSwap(m, n) {
-				break
-			}
-		}
-		return false
-	}
+	largest := recordLargest(nw)
 	nodes := startCluster(t, 2, nodeOpts{nw: nw})
 	if got := nodes[0].n.cfg.DatagramBudget; got != budget {
 		t.Fatalf("budget %d, want the loopback's %d", got, budget)
