@@ -68,10 +68,6 @@ func (c *Config) resolveBudget() bool {
 		return false
 	}
 	host, _, _ := splitHostPort(c.BindAddr) // checked by Validate
-	mtu := 0
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		mtu = loopbackMTU()
-	}
-	c.DatagramBudget = datagramBudget(host, mtu, runtime.GOOS)
+	c.DatagramBudget = datagramBudget(host, loopbackMTU(), runtime.GOOS)
 	return true
 }

@@ -113,9 +113,17 @@ func filterBit(ref dirtyRef) uint {
 	return uint(x >> (64 - 10)) // 10 bits: filterWords*64
 }
 
+// mayHold reports whether ref's bit is set in the filter: false means
+// the map holds no record of ref.
 func (cs *coordState) mayHold(ref dirtyRef) bool {
 	b := filterBit(ref)
 	return cs.filter[b/64]&(1<<(b%64)) != 0
+}
+
+// mark sets ref's bit in the filter.
+func (cs *coordState) mark(ref dirtyRef) {
+	b := filterBit(ref)
+	cs.filter[b/64] |= 1 << (b % 64)
 }
 
 // lookup returns ref's record, nil if none (or on a nil coordState).
@@ -136,8 +144,7 @@ func (cs *coordState) upsert(ref dirtyRef) *keyCoord {
 	}
 	k := new(keyCoord)
 	cs.keys[dirtyRef{slot: ref.slot, key: strings.Clone(ref.key)}] = k
-	b := filterBit(ref)
-	cs.filter[b/64] |= 1 << (b % 64)
+	cs.mark(ref)
 	return k
 }
 
@@ -155,8 +162,7 @@ func (cs *coordState) tidy(ref dirtyRef, k *keyCoord) {
 func (cs *coordState) rebuildFilter() {
 	cs.filter = [filterWords]uint64{}
 	for ref := range cs.keys {
-		b := filterBit(ref)
-		cs.filter[b/64] |= 1 << (b % 64)
+		cs.mark(ref)
 	}
 	cs.dropped = 0
 }
