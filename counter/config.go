@@ -105,8 +105,9 @@ type ClusterConfig struct {
 	// after the slices' tails: Tolerance·L − N·T) that the key's
 	// coordinator lends out as leases instead of splitting it evenly as
 	// blind shares: a node that keeps asking about a key is lent up to
-	// floor(LeaseShare·pool) hits of it, minus what other nodes hold, to
-	// decide locally for LeaseTime (lease.go). The blind share is what is
+	// floor(LeaseShare·pool) hits of it, minus what other nodes hold and
+	// no more than an equal share with them, to decide locally for
+	// LeaseTime (lease.go). The blind share is what is
 	// left, split among the nodes. 0: no leases. Default 0.6.
 	LeaseShare float64
 	// LeaseTime is how long a node may decide a key locally on a lease

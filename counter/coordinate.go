@@ -340,8 +340,10 @@ func (c *Counter) Coordinate(t time.Time, from string, id uint64, ask *Ask, resu
 		}
 		if lease > 0 && cs != nil {
 			// What is left of the key's lease pool once the other nodes'
-			// leases are out, and no more than the window has room for.
-			lease = min(lease, cs.leaseCap(l.max, c.tolPPM)-s.coord.leasesOut(ks[i], origin, ask.Gen, now), results[i].Remaining)
+			// leases are out, shared fairly among the holders, and no
+			// more than the window has room for.
+			out, others := s.coord.leasesOutTo(ks[i], origin, ask.Gen, now)
+			lease = min(lease, leaseFor(cs.leaseCap(l.max, c.tolPPM), out, others, !cs.routed(l.max, c.tolPPM)), results[i].Remaining)
 		}
 	}
 	if lease > 0 {

@@ -115,7 +115,11 @@
 // A lease is tolerance lent, never limit reserved. The coordinator lends
 // the asker of a check it allows up to the asker's Want, no more than the
 // window's room and no more than Λ minus the leases other nodes hold on
-// the key; the holder decides hits locally on it, each only while its own
+// the key, and, of a limit every node merges, no more than Λ/(k+1) with k
+// leases of other nodes out (a fair share: the first askers of a key
+// checked across the nodes would otherwise keep the pool through their
+// renewals; this only makes leases smaller, so the bounds below hold
+// unchanged); the holder decides hits locally on it, each only while its own
 // count has room (C + h <= L, so a lease never admits past a count that is
 // full), until its lease time after the answer reached it (LeaseTime, or
 // RoutedLeaseTime for a routed limit), and stops using it the moment it

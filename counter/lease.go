@@ -264,10 +264,16 @@ func (cs *coordState) followAsk(k *keyCoord, origin uint16, gen uint32) {
 // lease that its ask numbered gen replaces (followAsk), dropping the
 // expired leases. The caller tidies k.
 func (cs *coordState) leasesOut(k *keyCoord, origin uint16, gen uint32, now int64) int64 {
+	sum, _ := cs.leasesOutTo(k, origin, gen, now)
+	return sum
+}
+
+// leasesOutTo is leasesOut that also returns how many of those leases
+// other nodes than origin hold.
+func (cs *coordState) leasesOutTo(k *keyCoord, origin uint16, gen uint32, now int64) (hits int64, others int) {
 	if k == nil || len(k.lentList()) == 0 {
-		return 0
+		return 0, 0
 	}
-	var sum int64
 	kept := k.lentList()[:0]
 	for _, l := range k.lentList() {
 		if l.expires <= now {
@@ -275,11 +281,37 @@ func (cs *coordState) leasesOut(k *keyCoord, origin uint16, gen uint32, now int6
 		}
 		kept = append(kept, l)
 		if l.origin != origin || l.gen != gen {
-			sum += int64(l.hits)
+			hits += int64(l.hits)
+		}
+		if l.origin != origin {
+			others++
 		}
 	}
 	cs.setLent(k, kept)
-	return sum
+	return hits, others
+}
+
+// leaseFor is the most a coordinator lends one asker of a key whose lease
+// cap is lcap, out of which out is lent already, others of those leases
+// to other nodes: what is left of the pool, and of a limit every node
+// merges (refill) no more than an equal share among the holders, the
+// asker included. The pool is lent for a lease's whole life (a few
+// seconds) while each lease refills every sync interval, so the first
+// askers of a key would otherwise hold all of it and the others, about as
+// busy at a key checked evenly across the nodes, would ask on every check
+// past their blind share (Doorman's fair share; BENCHMARKS.md, sixteenth
+// session). A lone holder still gets the whole pool, as a client sending
+// all its requests to one node needs. Each node rarely holds two leases
+// of a key (an ask replaces the asker's own), so others counts leases,
+// which only makes a share smaller when it does. A routed limit's lease
+// is spent, sized to its holder's pace over its lease time: it keeps the
+// pool's rest.
+func leaseFor(lcap, out int64, others int, refill bool) int64 {
+	free := lcap - out
+	if refill {
+		free = min(free, lcap/int64(others+1))
+	}
+	return free
 }
 
 // lend records a lease of hits on k's key to origin for ask id, replacing

@@ -388,3 +388,67 @@ func TestLeaseReplacedOnlyByTheNextAsk(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseForSharesThePool: a lease is at most what is left of the pool
+// and, of a limit every node merges, an equal share among its holders; a
+// routed limit's lease may take the rest.
+func TestLeaseForSharesThePool(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lcap, out int64
+		others    int
+		refill    bool
+		want      int64
+	}{
+		{"alone: the whole pool", 26, 0, 0, true, 26},
+		{"one other holder: half", 26, 6, 1, true, 13},
+		{"two others: a third, less than the rest", 26, 12, 2, true, 8},
+		{"the rest, less than a share", 26, 20, 1, true, 6},
+		{"pool lent out", 26, 26, 3, true, 0},
+		{"routed: the rest", 26, 12, 2, false, 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := leaseFor(tc.lcap, tc.out, tc.others, tc.refill); got != tc.want {
+				t.Errorf("leaseFor(%d, %d, %d, %v) = %d, want %d", tc.lcap, tc.out, tc.others, tc.refill, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLeasesSharedAmongHolders: a coordinator lends a key's third asker
+// no more than a third of the pool while two others hold leases, though
+// more is left, and a holder asking again no more than its share.
+func TestLeasesSharedAmongHolders(t *testing.T) {
+	cl := newCoordCluster(t, 8, 600, time.Minute, 12, 1)
+	coord := cl.nodes[0]
+	lcap := coord.cluster.Load().leaseCap(600, coord.tolPPM)
+	if lcap < 18 {
+		t.Fatalf("lease cap %d of 600 per minute on 8 nodes, want at least 18", lcap)
+	}
+	lend := func(ms int64, i int, id uint64, want int64) int64 {
+		t.Helper()
+		var ask Ask
+		cl.nodes[i].PrepareAsk(at(ms), "k", 1, []Limit{cl.lims[i]}, &ask)
+		ask.Want = want
+		var res [1]Result
+		d, err := coord.Coordinate(at(ms), cl.names[i], id, &ask, res[:])
+		if err != nil || !d.Allowed {
+			t.Fatalf("ask %d of n%d: %+v, %v; want allowed", id, i, d, err)
+		}
+		return res[0].Lease
+	}
+	if got := lend(0, 1, 1, 6); got != 6 {
+		t.Fatalf("first holder's lease %d, want 6", got)
+	}
+	if got := lend(10, 2, 2, 6); got != 6 {
+		t.Fatalf("second holder's lease %d, want 6", got)
+	}
+	if got, want := lend(20, 3, 3, 20), min(20, lcap-12, lcap/3); got != want {
+		t.Fatalf("third holder's lease %d of a pool of %d with 12 out, want a third: %d", got, lcap, want)
+	}
+	// The first holder asks again: its own lease is replaced, the two
+	// others' stay out.
+	if got, want := lend(30, 1, 4, lcap), lcap/3; got != want {
+		t.Fatalf("first holder's renewed lease %d, want its share %d", got, want)
+	}
+}
