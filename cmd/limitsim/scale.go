@@ -92,7 +92,11 @@ the asks (engine_ns_per_check), the same for node N-1 replayed on its
 own after the run (engine_ns_per_check_alone, --alone), the live heap of
 the simulation per node (heap_bytes_per_node), the share of checks that asked a coordinator on
 another node (network_wait_share; in a run longer than a window, also over
-the checks after the first window: network_wait_share_after_window) and the share of those asks that the
+the checks after the first window: network_wait_share_after_window), the same
+by the demand of the checks' keys, their checks per limit's worth of the run,
+from within the limit (under 0.9) to ten times it and more, each class's keys,
+checks and checks that waited (network_wait_by_demand: printed as a second
+table), the share of those asks that the
 coordinator granted (ask_granted_share), the most admitted for one key in any
 window over the limit (worst_ratio) and the false rejections
 (false_rejections). The hottest keys are judged exactly; any rejection of

@@ -158,6 +158,19 @@ func TestAccuracySmallClusters(t *testing.T) {
 		if r.NetworkWaitShare <= 0 || r.NetworkWaitShare >= 1 {
 			t.Errorf("%d nodes: network wait share %.4f", r.Nodes, r.NetworkWaitShare)
 		}
+		// The demand classes hold every check, and every ask once: none
+		// is lost, so none is sent again. The hottest keys pass their
+		// limit ten times over.
+		var checks, waited int64
+		for _, d := range r.WaitByDemand {
+			checks, waited = checks+d.Checks, waited+d.Waited
+		}
+		if asks := int64(math.Round(r.NetworkWaitShare * float64(r.Checks))); checks != r.Checks || waited != asks {
+			t.Errorf("%d nodes: the demand classes hold %d checks and %d waits, want %d and %d", r.Nodes, checks, waited, r.Checks, asks)
+		}
+		if top := r.WaitByDemand[DemandClasses-1]; top.Keys == 0 {
+			t.Errorf("%d nodes: no key ten times past its limit: %+v", r.Nodes, r.WaitByDemand)
+		}
 		// Every answer comes in time; some asks are granted.
 		if r.AskGrantedShare <= 0 || r.AskGrantedShare > 1 {
 			t.Errorf("%d nodes: %.4f of the asks granted", r.Nodes, r.AskGrantedShare)

@@ -64,6 +64,10 @@ type Row struct {
 	// no longer new); left out of the JSON when the run is not longer
 	// than a window.
 	NetworkWaitShareLater float64 `json:"network_wait_share_after_window,omitempty"`
+	// WaitByDemand is the checks that waited on the network by the
+	// demand of their keys (DemandWait), classes from within the limit
+	// to ten times it and more.
+	WaitByDemand [DemandClasses]DemandWait `json:"network_wait_by_demand"`
 	// AskGrantedShare is the share of those asks that the coordinator
 	// granted: checks of keys with room that neither the blind share nor
 	// a lease covered, rather than of keys at their limit.
@@ -199,6 +203,7 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	row := Row{Scenario: scenario, Nodes: n, Seconds: cfg.Duration.Seconds(), Keys: total, Zipf: cfg.Zipf, JudgedKeys: judged}
 	var d limiter.Decision
 	i := int64(0)
+	demand := newDemandTally(total, st0.Asks)
 	later := clustersim.Stats{} // at the end of the first window
 	for t := int64(0); t < durMs; t++ {
 		if t == sc.Window.Milliseconds() {
@@ -221,6 +226,11 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 			if err := sim.Check(t, key, node, 1, &d); err != nil {
 				return row, err
 			}
+			asks := demand.asks
+			if d.Decided == limiter.DecidedByCoordinator || d.Decided == limiter.DecidedInFallback {
+				asks = sim.Stats().Asks
+			}
+			demand.record(r, asks)
 			if d.Untracked {
 				row.Untracked++
 			}
@@ -271,6 +281,7 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	if durMs > sc.Window.Milliseconds() {
 		row.NetworkWaitShareLater = float64(st.Asks-later.Asks) / float64(st.Requests-later.Requests)
 	}
+	row.WaitByDemand = demand.classes(float64(sc.Limit) * cfg.Duration.Seconds() / sc.Window.Seconds())
 	if asks := st.Asks - st0.Asks; asks > 0 {
 		row.AskGrantedShare = float64(st.Granted-st0.Granted) / float64(asks)
 	}

@@ -45,5 +45,21 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 			r.EngineNsPerCheck, r.EngineNsPerCheckAlone, r.HeapBytesPerNode/1e6, r.PairsPerNode, r.NetworkWaitShare, r.FallbackShare,
 			r.WorstRatio, r.BoundRatio, r.FalseRejections, r.UnjudgedRejections, r.WallS)
 	}
+	if len(rows) == 0 {
+		return bw.Flush()
+	}
+	fmt.Fprintf(bw, "\nwait by demand: the share of the checks that asked another node, by their key's checks per limit's worth of the run\n")
+	fmt.Fprintf(bw, "%-9s %5s", "scenario", "nodes")
+	for _, d := range rows[0].WaitByDemand {
+		fmt.Fprintf(bw, " %20s", d.label())
+	}
+	fmt.Fprintln(bw)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%-9s %5d", r.Scenario, r.Nodes)
+		for _, d := range r.WaitByDemand {
+			fmt.Fprintf(bw, " %20s", fmt.Sprintf("%.4f%% of %d", 100*d.Share(), d.Checks))
+		}
+		fmt.Fprintln(bw)
+	}
 	return bw.Flush()
 }
