@@ -43,15 +43,17 @@ func TestParseClusterFlags(t *testing.T) {
 		t.Errorf("sync interval %v", cfg.syncInterval)
 	case cfg.syncDeliveryGrace != 0.25 || cfg.counterCluster().DeliveryGrace != 0.25:
 		t.Errorf("delivery grace %v", cfg.syncDeliveryGrace)
+	case cfg.leaseShare != 0.6 || cfg.counterCluster().LeaseShare != 0.6:
+		t.Errorf("lease share %v", cfg.leaseShare)
 	case cfg.clusterConfig("h:1").CatchUpWait != 5*time.Second:
 		t.Errorf("catch-up wait %v, want 5s", cfg.clusterConfig("h:1").CatchUpWait)
 	case cfg.clusterConfig("h:1").SyncTransport != "tcp" || cfg.clusterConfig("h:1").HTTPAddr != "h:1":
 		t.Errorf("cluster config %+v", cfg.clusterConfig("h:1"))
 	}
 
-	env := map[string]string{"LIMITERD_BIND_ADDR": "127.0.0.1:7950", "LIMITERD_NODE_NAME": "edge-1", "LIMITERD_CLUSTER_LABEL": "prod", "LIMITERD_SYNC_DELIVERY_GRACE": "1", "LIMITERD_CATCH_UP_WAIT": "0s"}
+	env := map[string]string{"LIMITERD_BIND_ADDR": "127.0.0.1:7950", "LIMITERD_NODE_NAME": "edge-1", "LIMITERD_CLUSTER_LABEL": "prod", "LIMITERD_SYNC_DELIVERY_GRACE": "1", "LIMITERD_CATCH_UP_WAIT": "0s", "LIMITERD_LEASE_SHARE": "0.2"}
 	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || cfg.bindAddr != "127.0.0.1:7950" || cfg.nodeName != "edge-1" || cfg.clusterLabel != "prod" || cfg.counterCluster().DeliveryGrace != 1 || cfg.clusterConfig("").CatchUpWait != 0 {
+	if err != nil || cfg.bindAddr != "127.0.0.1:7950" || cfg.nodeName != "edge-1" || cfg.clusterLabel != "prod" || cfg.counterCluster().DeliveryGrace != 1 || cfg.counterCluster().LeaseShare != 0.2 || cfg.clusterConfig("").CatchUpWait != 0 {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
@@ -93,6 +95,7 @@ func TestParseClusterFlags(t *testing.T) {
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-transport", "quic"}, "SyncTransport"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-interval", "0s"}, "SyncInterval must be positive"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "1.5"}, "DeliveryGrace must be between 0 and 1"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-lease-share", "1.5"}, "LeaseShare must be between 0 and 1"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "0.1"}, "-sync-spread (0.1) must be below -sync-delivery-grace (0.1)"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "0.05", "-sync-spread", "0.2"}, "-sync-spread (0.2) must be below"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-cluster-label", strings.Repeat("x", 256)}, "Label must have at most 255 bytes"},
@@ -109,7 +112,7 @@ func TestParseClusterFlags(t *testing.T) {
 func TestHelpListsClusterFlags(t *testing.T) {
 	var out strings.Builder
 	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
-	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "sync-delivery-grace", "anti-entropy-interval", "rejoin-interval", "catch-up-wait", "budget", "coordinate", "coordinator-deadline", "sync-routing", "insecure-cluster"} {
+	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "sync-delivery-grace", "anti-entropy-interval", "rejoin-interval", "catch-up-wait", "budget", "coordinate", "coordinator-deadline", "sync-routing", "insecure-cluster", "lease-share"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s", name, envName(name))
 		}

@@ -49,6 +49,7 @@ type config struct {
 	join                []string
 	syncInterval        time.Duration
 	syncDeliveryGrace   float64
+	leaseShare          float64
 	syncSpread          float64
 	antiEntropyInterval time.Duration
 	rejoinInterval      time.Duration
@@ -83,6 +84,7 @@ func defaultConfig() config {
 		logFormat:           "text",
 		syncInterval:        ctrCluster.SyncInterval,
 		syncDeliveryGrace:   ctrCluster.DeliveryGrace,
+		leaseShare:          ctrCluster.LeaseShare,
 		budget:              ctrCluster.Budget,
 		coordinate:          ctrCluster.Coordinated,
 		syncRouting:         ctrCluster.Routing,
@@ -215,6 +217,7 @@ func (c config) counterCluster() counter.ClusterConfig {
 	cc := counter.DefaultClusterConfig(c.nodeName)
 	cc.SyncInterval = c.syncInterval
 	cc.DeliveryGrace = c.syncDeliveryGrace
+	cc.LeaseShare = c.leaseShare
 	cc.Budget = c.budget
 	cc.Coordinated = c.coordinate
 	cc.Routing = c.syncRouting
