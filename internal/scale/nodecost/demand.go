@@ -8,10 +8,10 @@ import "strconv"
 // run's windows): under 1 a client within its limit, 10 one sending ten
 // times what it may.
 //
-// It tells who waits: a client within its limit waits only where a burst
-// at one node passes that node's blind share, while a client far past
-// its limit is at the margin the whole run, each unit of room its window
-// gives back contested by every node.
+// It tells who waits: a client within its limit waits mostly where a
+// burst at one node passes that node's blind share, while a client far
+// past its limit is at the margin the whole run, each unit of room its
+// window gives back contested by every node (docs/hs2-waits.md).
 type DemandWait struct {
 	// Min and Max bound the class's demand: at least Min, below Max (0:
 	// no upper end).
