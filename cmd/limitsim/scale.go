@@ -43,6 +43,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
 	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
 	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "every node's sync interval `D`")
+	fs.Float64Var(&cfg.Grace, "delivery-grace", cfg.Grace, "share `G` of the sync interval after each tick within which a node's changes must reach its peers, 0 to 1, as limiterd's -sync-delivery-grace: a node counts its admissions of the interval before as unseen for that long")
 	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, above 0 and at most 1; the bound follows")
 	fs.Float64Var(&cfg.LeaseShare, "lease-share", cfg.LeaseShare, "share `S` of each key's blind pool lent out as leases, 0 (no leases) to 1; the blind shares get the rest")
 	fs.DurationVar(&cfg.LeaseTime, "lease-time", cfg.LeaseTime, "how long `D` a node decides a key on a lease")
@@ -59,7 +60,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
-                     [--sync D] [--tolerance T] [--lease-share S] [--lease-time D]
+                     [--sync D] [--delivery-grace G] [--tolerance T] [--lease-share S] [--lease-time D]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
        limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -80,9 +81,10 @@ seconds. In the fallback scenario node --cut-node (0) goes silent from
 ways, its requests going to the others, which fail its keys over. In the partition
 scenario (not run by default) it is cut off the same way but still takes
 its share of the requests and decides them alone, by the budget.
---sync, --tolerance, --lease-share and --lease-time change every node's
-sync interval, tolerance and leases, to see what they would buy (the
-network wait at HS2, for one); the derived bound follows them.
+--sync, --delivery-grace, --tolerance, --lease-share and --lease-time
+change every node's sync interval, delivery grace, tolerance and leases,
+to see what they would buy (the network wait at HS2, for one); the
+derived bound follows them.
 
 It prints, per N and scenario (--json: one object a line, the fields in
 brackets): sync bytes and messages sent per node and model second, every

@@ -82,13 +82,15 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
-	// Sync, Tolerance, LeaseShare and LeaseTime are every node's sync
-	// interval, tolerance (counter.Config) and lease settings
+	// Sync, Grace, Tolerance, LeaseShare and LeaseTime are every node's
+	// sync interval, delivery grace (counter.ClusterConfig.DeliveryGrace,
+	// a share of Sync), tolerance (counter.Config) and lease settings
 	// (counter.ClusterConfig), limiterd's in DefaultConfig: other values
-	// show what a faster sync, a bound looser than 1.1 x the limit or
-	// other leases would change. The derived bound (Row.BoundRatio)
-	// follows them.
+	// show what a faster sync, a longer grace, a bound looser than 1.1 x
+	// the limit or other leases would change. The derived bound
+	// (Row.BoundRatio) follows them.
 	Sync       time.Duration
+	Grace      float64
 	Tolerance  float64
 	LeaseShare float64
 	LeaseTime  time.Duration
@@ -118,7 +120,7 @@ func DefaultConfig() Config {
 		RatePerNode: 5000, KeysPerNode: 25_000, Zipf: 1.2, Seed: 20260730,
 		Duration: time.Minute, CutAt: 20 * time.Second, CutFor: 5 * time.Second, Workers: runtime.GOMAXPROCS(0),
 		Alone: true,
-		Sync:  sim.Sync, Tolerance: counter.DefaultConfig().Tolerance, LeaseShare: cc.LeaseShare, LeaseTime: cc.LeaseTime,
+		Sync:  sim.Sync, Grace: sim.Grace, Tolerance: counter.DefaultConfig().Tolerance, LeaseShare: cc.LeaseShare, LeaseTime: cc.LeaseTime,
 	}
 }
 
@@ -176,6 +178,9 @@ func (c Config) Validate() error {
 	}
 	if c.Sync < time.Millisecond || c.Sync > 10*time.Second || c.Sync%time.Millisecond != 0 {
 		bad("the sync interval must be a whole number of milliseconds between 1ms and 10s, got %v", c.Sync)
+	}
+	if !(c.Grace >= 0 && c.Grace <= 1) {
+		bad("the delivery grace must be between 0 and 1 (a share of the sync interval), got %v", c.Grace)
 	}
 	if !(c.Tolerance > 0 && c.Tolerance <= 1) {
 		bad("the tolerance must be above 0 and at most 1, got %v", c.Tolerance)

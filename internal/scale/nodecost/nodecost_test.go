@@ -312,6 +312,10 @@ func TestConfigValidate(t *testing.T) {
 		{"sync", func(c *Config) { c.Sync = 50 * time.Millisecond }, ""},
 		{"no sync", func(c *Config) { c.Sync = 0 }, "sync interval"},
 		{"fractional sync", func(c *Config) { c.Sync = 1500 * time.Microsecond }, "sync interval"},
+		{"grace", func(c *Config) { c.Grace = 1 }, ""},
+		{"no grace", func(c *Config) { c.Grace = 0 }, ""},
+		{"negative grace", func(c *Config) { c.Grace = -0.1 }, "delivery grace"},
+		{"grace past the interval", func(c *Config) { c.Grace = 1.5 }, "delivery grace"},
 		{"tolerance", func(c *Config) { c.Tolerance = 0.5 }, ""},
 		{"no tolerance", func(c *Config) { c.Tolerance = 0 }, "tolerance"},
 		{"tolerance past the limit", func(c *Config) { c.Tolerance = 1.5 }, "tolerance"},
@@ -372,14 +376,17 @@ func TestWaitAfterTheFirstWindow(t *testing.T) {
 	t.Logf("network wait: first window %.4f, second %.4f", one.NetworkWaitShare, two.NetworkWaitShareLater)
 }
 
-// TestLooserSettings: --tolerance, --sync and --lease-share reach every
-// node. A looser
+// TestLooserSettings: --tolerance, --sync, --delivery-grace and
+// --lease-share reach every node. A looser
 // tolerance raises the derived bound and lets fewer checks wait on the
 // network (each node's blind share and the lease pool grow with it); a
 // faster sync leaves the bound as it is (the blind share follows the pace
 // of a client at the limit, not the interval) and lets fewer wait too,
-// each node learning its peers' admissions sooner. Every run keeps both
-// halves of the promise against its own bound.
+// each node learning its peers' admissions sooner. A longer delivery
+// grace leaves the bound as it is too, and lets more wait: a node counts
+// its admissions of the interval before as unseen for longer, so its
+// blind share runs out sooner. Every run keeps both halves of the promise
+// against its own bound.
 func TestLooserSettings(t *testing.T) {
 	cfg := quick(4)
 	cfg.Duration = 10 * time.Second
@@ -401,8 +408,13 @@ func TestLooserSettings(t *testing.T) {
 	loose := run(func(c *Config) { c.Tolerance = 0.5 })
 	fast := run(func(c *Config) { c.Sync = 50 * time.Millisecond })
 	noLeases := run(func(c *Config) { c.LeaseShare = 0 })
-	t.Logf("waited: %.4f at limiterd's settings, %.4f at tolerance 0.5, %.4f syncing every 50ms, %.4f without leases; bounds %.3f, %.3f, %.3f, %.3f",
-		base.NetworkWaitShare, loose.NetworkWaitShare, fast.NetworkWaitShare, noLeases.NetworkWaitShare, base.BoundRatio, loose.BoundRatio, fast.BoundRatio, noLeases.BoundRatio)
+	longGrace := run(func(c *Config) { c.Grace = 1 })
+	t.Logf("waited: %.4f at limiterd's settings, %.4f at tolerance 0.5, %.4f syncing every 50ms, %.4f without leases, %.4f with a grace of the whole interval; bounds %.3f, %.3f, %.3f, %.3f, %.3f",
+		base.NetworkWaitShare, loose.NetworkWaitShare, fast.NetworkWaitShare, noLeases.NetworkWaitShare, longGrace.NetworkWaitShare,
+		base.BoundRatio, loose.BoundRatio, fast.BoundRatio, noLeases.BoundRatio, longGrace.BoundRatio)
+	if !(longGrace.NetworkWaitShare > base.NetworkWaitShare) || longGrace.BoundRatio != base.BoundRatio {
+		t.Errorf("grace of the whole interval: waited %.4f, bound %.3f; limiterd's: %.4f, %.3f", longGrace.NetworkWaitShare, longGrace.BoundRatio, base.NetworkWaitShare, base.BoundRatio)
+	}
 	if noLeases.NetworkWaitShare == base.NetworkWaitShare {
 		t.Errorf("without leases as many checks waited as with them (%.4f): the lease share did not reach the nodes", base.NetworkWaitShare)
 	}

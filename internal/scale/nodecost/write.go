@@ -24,9 +24,9 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 	bw := bufio.NewWriter(w)
 	sc := SimConfig(cfg, 0)
 	fmt.Fprintf(bw, "scale: limiterd's real counter, limiter, decision layer and engine on N simulated nodes, the coordinator on;\n")
-	if d := DefaultConfig(); cfg.Sync != d.Sync || cfg.Tolerance != d.Tolerance || cfg.LeaseShare != d.LeaseShare || cfg.LeaseTime != d.LeaseTime {
-		fmt.Fprintf(bw, "not limiterd's defaults: sync every %v, tolerance %g, lease share %g, lease time %v (the bound column follows them);\n",
-			sc.Sync, cfg.Tolerance, cfg.LeaseShare, cfg.LeaseTime)
+	if d := DefaultConfig(); cfg.Sync != d.Sync || cfg.Grace != d.Grace || cfg.Tolerance != d.Tolerance || cfg.LeaseShare != d.LeaseShare || cfg.LeaseTime != d.LeaseTime {
+		fmt.Fprintf(bw, "not limiterd's defaults: sync every %v, delivery grace %g of it, tolerance %g, lease share %g, lease time %v (the bound column follows them);\n",
+			sc.Sync, cfg.Grace, cfg.Tolerance, cfg.LeaseShare, cfg.LeaseTime)
 	}
 	fmt.Fprintf(bw, "limit %d per %v in %d slices; %d checks/s on each node, round robin, over %d x N keys drawn Zipf(%g) (seed %d);\n",
 		sc.Limit, sc.Window, sc.Slices, cfg.RatePerNode, cfg.KeysPerNode, cfg.Zipf, cfg.Seed)
