@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limiterd/limiterd/counter"
 	"github.com/limiterd/limiterd/internal/loadgen"
 	"github.com/limiterd/limiterd/internal/nodetest"
 	"github.com/limiterd/limiterd/internal/oracle"
@@ -111,7 +112,9 @@ func TestClusterEndToEnd(t *testing.T) {
 // requests spread at random over the nodes. Set LIMITERD_E2E_LONG=1.
 //
 // The window is 10 s, so the sync interval defaults to the seed's ratio of
-// sync to window (200 ms per 60 s: 33 ms); LIMITERD_E2E_SYNC sets another.
+// sync to window (200 ms per 60 s: 33 ms); LIMITERD_E2E_SYNC sets another,
+// and LIMITERD_E2E_GRACE a delivery grace other than the default share of
+// it (-sync-delivery-grace).
 // The most accepted in any window must stay within the bound the counter
 // derives for the same settings (counter.WorstCase), and within 1.1x the
 // limit whenever that bound is: with a 10 s window a 200 ms sync is not
@@ -134,11 +137,20 @@ func TestAccuracyOverHTTP(t *testing.T) {
 		}
 		sync = d
 	}
-	bound, covered := nodetest.DerivedBound(t, n, int64(limit), window, sync)
-	t.Logf("%d nodes, %d per %v, sync %v: derived worst case %d (%.3f x limit), within 1.1x: %v",
-		n, limit, window, sync, bound, float64(bound)/float64(limit), covered)
+	args := []string{"-sync-interval", sync.String()}
+	grace := counter.DefaultClusterConfig("grace").DeliveryGrace
+	if v := os.Getenv("LIMITERD_E2E_GRACE"); v != "" {
+		g, err := strconv.ParseFloat(v, 64)
+		if err != nil || g < 0 || g > 1 {
+			t.Fatalf("LIMITERD_E2E_GRACE=%q: want a share of the sync interval, 0 to 1", v)
+		}
+		grace, args = g, append(args, "-sync-delivery-grace", v)
+	}
+	bound, covered := nodetest.DerivedBound(t, n, int64(limit), window, sync, func(cc *counter.ClusterConfig) { cc.DeliveryGrace = grace })
+	t.Logf("%d nodes, %d per %v, sync %v, delivery grace %g of it: derived worst case %d (%.3f x limit), within 1.1x: %v",
+		n, limit, window, sync, grace, bound, float64(bound)/float64(limit), covered)
 	rules := fmt.Sprintf("rules:\n  - name: default\n    limit: %d\n    window: %s\n", limit, window)
-	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{rules}, Args: []string{"-sync-interval", sync.String()}})
+	c := nodetest.Start(t, nodetest.Config{Nodes: n, Rules: []string{rules}, Args: args})
 	for _, p := range c.Procs {
 		nodetest.Eventually(t, p.Name+" sees all members", 20*time.Second, func() bool {
 			m, err := p.Members()

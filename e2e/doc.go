@@ -10,7 +10,8 @@
 // LIMITERD_E2E_NODES=8 for the 8-node variant and LIMITERD_E2E_LONG=1 for
 // the accuracy runs (limitload's steady pattern at 9x and at 0.9x the
 // limit for two windows, internal/loadgen), whose figures BENCHMARKS.md
-// reports (make bench-e2e). The programs a test needs that the machine
+// reports (make bench-e2e); LIMITERD_E2E_LIMIT, LIMITERD_E2E_SYNC and
+// LIMITERD_E2E_GRACE set their limit, sync interval and delivery grace. The programs a test needs that the machine
 // lacks come from Debian's packages, installed as root, or the test skips
 // saying why.
 //
