@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/limiterd/limiterd/cluster/engine"
 )
 
 // collector reads the node's state at scrape time. The per-peer series
@@ -11,8 +13,8 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset, lead *prometheus.Desc
-	asks, expired, alone, failedOver, notices                                                                                                                    *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset, lead, delay, late *prometheus.Desc
+	asks, expired, alone, failedOver, notices                                                                                                                                 *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -69,6 +71,12 @@ func newCollector(n *Node) *collector {
 		lead: prometheus.NewDesc("limiterd_cluster_clock_lead_seconds",
 			"How far this node's clock runs ahead of its peers', at least, as the peers that ask it about their checks measure it (the least of their reports of the last 10 s, at most -max-clock-offset): this node judges every window that much later, so that it does not let its peers' slices leave before their own clocks do. 0 on a clock that is not ahead.",
 			nil, nil),
+		delay: prometheus.NewDesc("limiterd_sync_delta_delay_seconds",
+			"How much later each delta message of a peer arrived than the fastest of that peer's messages of the last second or two: its delay less theirs, the clocks' offset cancelled, so at most its delivery time after the sender's tick (less the fastest message's, well under a millisecond on a LAN). The 1.1 x bound assumes every delta arrives within -sync-delivery-grace of its tick (limiterd_sync_late_deltas_total).",
+			nil, nil),
+		late: prometheus.NewDesc("limiterd_sync_late_deltas_total",
+			"Delta messages that arrived later than -sync-delivery-grace after their sender's tick, by limiterd_sync_delta_delay_seconds. The 1.1 x bound assumes none does: while one is on its way its sender may admit unseen more than the bound counts. A steady rate says the grace is too short for this network or this load (raise -sync-delivery-grace, or -sync-interval).",
+			nil, nil),
 		asks: prometheus.NewDesc("limiterd_coordinator_asks_total",
 			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node on the ring because the coordinator missed its last asks (runner_up); checks asked again because no answer came within half the deadline (retry, to either); and checks of keys whose every node above this one missed its asks, sent through the next node, which passes them on if it hears the coordinator (around).",
 			[]string{"to"}, nil),
@@ -89,7 +97,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.lead, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.lead, c.delay, c.late, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
 		ch <- d
 	}
 }
@@ -128,6 +136,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.deferred, s.StatesDeferred.Load())
 	counter(c.refused, n.transport.refused.Load())
 	counter(c.dropped, n.dropped.Load())
+	atMost, count, sumMs := s.DeltaDelays.Snapshot()
+	buckets := make(map[float64]uint64, len(atMost))
+	for i, ms := range engine.DelayBoundsMs() {
+		buckets[float64(ms)/1e3] = atMost[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(c.delay, count, float64(sumMs)/1e3, buckets)
+	counter(c.late, s.LateDeltas.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
 	counter(c.entries, s.EntriesRefused.Load(), "refused")

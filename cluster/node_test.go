@@ -47,6 +47,13 @@ func TestClusterConverges(t *testing.T) {
 						t.Errorf("%s: no sync messages %s", tn.name, dir)
 					}
 				}
+				// Every node had its peers' deltas, and judged each one's delay.
+				if v, _ := promtest.MustGather(t, tn.reg).Value("limiterd_sync_delta_delay_seconds"); v == 0 {
+					t.Errorf("%s: no delta's delay observed", tn.name)
+				}
+				if _, ok := promtest.MustGather(t, tn.reg).Value("limiterd_sync_late_deltas_total"); !ok {
+					t.Errorf("%s: no limiterd_sync_late_deltas_total", tn.name)
+				}
 				for _, peer := range nodes {
 					_, ok := promtest.MustGather(t, tn.reg).Value("limiterd_sync_merge_lag_seconds", "peer", peer.name)
 					if ok != (peer != tn) {

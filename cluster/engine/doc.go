@@ -360,6 +360,18 @@
 // denied compliant clients on a network with 50 ms of latency). The
 // metric limiterd_cluster_clock_lead_seconds shows the lead taken.
 //
+// The same estimate times the deltas. The bound assumes each arrives
+// within the counter's DeliveryGrace after its sender's tick, and a
+// delta's send time is that tick's, on its sender's clock. Its offset
+// less the largest of its sender's recent messages' is how much later it
+// came than the fastest of them: the clocks' difference cancels, and what
+// is left is its delivery time after the tick, short by the fastest
+// message's delay. Stats.DeltaDelays keeps those times and
+// Stats.LateDeltas the deltas past the grace (limiterd_sync_delta_delay_seconds,
+// limiterd_sync_late_deltas_total), so that an operator can see whether
+// the grace holds on the network the cluster runs on, before choosing a
+// shorter one.
+//
 // # Reset
 //
 // A reset of a key (the admin listener's DELETE) erases the key's counts

@@ -401,6 +401,17 @@ type Stats struct {
 	Replays                         atomic.Uint64 // hellos and asks dropped as replays
 	Stale                           atomic.Uint64 // messages dropped as older than MaxMessageAge
 	StatesDeferred                  atomic.Uint64 // catch-ups and hello replies held back by a rate limit, sent by a later Tick
+	// DeltaDelays holds, for each delta message of a peer (anti-entropy's
+	// included), how much later it arrived than the fastest of that peer's
+	// messages of the last one or two AntiEntropyIntervals (clockEstimate):
+	// its delay less theirs, the clocks' offset cancelled. Its sender's
+	// tick sets its send time, so this is at most how long after that tick
+	// it arrived, and short of it by the fastest message's delay (well
+	// under a millisecond on a LAN). LateDeltas counts those later than
+	// the counter's DeliveryGrace, within which the bound assumes every
+	// delta arrives.
+	DeltaDelays DelayHistogram
+	LateDeltas  atomic.Uint64
 }
 
 // peer is the engine's state of one peer, under Engine.mu.
@@ -545,6 +556,17 @@ func (e *Engine) SyncVersion() uint8 { return uint8(e.sends.Load()) }
 func (e *Engine) SyncInterval() time.Duration {
 	cc, _ := e.c.Cluster() // in cluster mode since New: it never leaves it
 	return cc.SyncInterval
+}
+
+// observeDelay counts a delta that came ms later than its sender's
+// fastest recent message (Stats.DeltaDelays), and counts it late if that
+// is past the delivery grace.
+func (e *Engine) observeDelay(ms int64) {
+	e.Stats.DeltaDelays.observe(ms)
+	cc, _ := e.c.Cluster()
+	if float64(ms) > cc.DeliveryGrace*float64(cc.SyncInterval.Milliseconds()) {
+		e.Stats.LateDeltas.Add(1)
+	}
 }
 
 // SilenceThreshold returns how long a peer may stay silent before it is
@@ -826,6 +848,9 @@ func (e *Engine) receiveSync(now time.Time, b []byte) (from string, out []Outbou
 		}
 		p.Offset = time.Duration(m.SentMs-now.UnixMilli()) * time.Millisecond
 		note := e.updateSkew(p, now, m.SentMs)
+		if kind == kindDelta {
+			e.observeDelay(note.offset.Milliseconds() - (m.SentMs - now.UnixMilli()))
+		}
 		skewed = p.Skewed
 		replay := false
 		switch {
