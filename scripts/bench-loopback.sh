@@ -55,6 +55,7 @@ for _ in $(seq 50); do curl -fs "http://$addr/readyz" >/dev/null && break; sleep
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 caddr=
+haddrs=()
 if [ "$NODES" -gt 1 ]; then
   seed=
   for i in $(seq 1 "$NODES"); do
@@ -63,6 +64,7 @@ if [ "$NODES" -gt 1 ]; then
     # shellcheck disable=SC2206 # NODE_ARGS is split into flags on purpose
     args+=($NODE_ARGS)
     if [ -z "$seed" ]; then seed=$g caddr=$h; else args+=(-join "$seed"); fi
+    haddrs+=("$h")
     bin/limiterd "${args[@]}" &
     pids+=($!)
   done
@@ -146,6 +148,17 @@ if [ -n "$caddr" ]; then
   asks_n=$(awk '/^limiterd_coordinator_asks_total/ {s += $2} END {printf "%d", s}' <<<"$m")
   fb_n=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ {s += $2} END {printf "%d", s}' <<<"$m")
   echo "node of $NODES: $asks_n of $checks_n checks asked another node over the network ($fb_n fell back to the budget)"
+  # How late the deltas came after their senders' ticks, over every node
+  # (limiterd_sync_delta_delay_seconds): the bound assumes each within
+  # -sync-delivery-grace, and the late ones are counted past it.
+  all=$(for h in "${haddrs[@]}"; do curl -fs "http://$h/metrics"; done)
+  awk '/^limiterd_sync_delta_delay_seconds_count/ {n += $2}
+    /^limiterd_sync_delta_delay_seconds_bucket\{le="0.005"\}/ {a += $2}
+    /^limiterd_sync_delta_delay_seconds_bucket\{le="0.01"\}/ {b += $2}
+    /^limiterd_sync_delta_delay_seconds_bucket\{le="0.02"\}/ {c += $2}
+    /^limiterd_sync_delta_delay_seconds_bucket\{le="0.05"\}/ {d += $2}
+    /^limiterd_sync_late_deltas_total/ {l += $2}
+    END {printf "deltas received by the %d nodes: %d; after 5, 10, 20 and 50 ms of their tick: %d, %d, %d, %d; past the delivery grace: %d\n", '"$NODES"', n, n - a, n - b, n - c, n - d, l}' <<<"$all"
   # Cores: the CPU seconds over the rounds' seconds. The node of N runs
   # slower than the single node by the cores its peers take from it and
   # by the work its own cluster mode adds per check (BENCHMARKS.md).
