@@ -185,6 +185,8 @@ func TestDashboardShape(t *testing.T) {
 		{"fail-open errors", `rate\(limiterd_check_errors_total`},
 		{"gRPC requests by result", `sum by \(result\) \(rate\(limiterd_grpc_requests_total`},
 		{"reload status", `limiterd_rules_last_reload_successful`},
+		{"deltas past the delivery grace", `rate\(limiterd_sync_late_deltas_total`},
+		{"sync delta delay p99", `histogram_quantile\(0\.99, sum by \(instance, le\) \(rate\(limiterd_sync_delta_delay_seconds_bucket`},
 	} {
 		if !regexp.MustCompile(want.re).MatchString(all) {
 			t.Errorf("no panel shows %s (no query matches %s)", want.what, want.re)
