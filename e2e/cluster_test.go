@@ -114,7 +114,10 @@ func TestClusterEndToEnd(t *testing.T) {
 // The window is 10 s, so the sync interval defaults to the seed's ratio of
 // sync to window (200 ms per 60 s: 33 ms); LIMITERD_E2E_SYNC sets another,
 // and LIMITERD_E2E_GRACE a delivery grace other than the default share of
-// it (-sync-delivery-grace).
+// it (-sync-delivery-grace). LIMITERD_E2E_SATURATE=R also sends node 1
+// R checks a second over 1,000 other keys all along (loadgen's keys
+// pattern, from this process): the same runs on a saturated machine,
+// where some deltas come after the grace (limiterd_sync_late_deltas_total).
 // The most accepted in any window must stay within the bound the counter
 // derives for the same settings (counter.WorstCase), and within 1.1x the
 // limit whenever that bound is: with a 10 s window a 200 ms sync is not
@@ -157,6 +160,14 @@ func TestAccuracyOverHTTP(t *testing.T) {
 			return err == nil && nodetest.CountState(m, "alive") == n
 		})
 	}
+	if v := os.Getenv("LIMITERD_E2E_SATURATE"); v != "" {
+		rate, err := strconv.ParseFloat(v, 64)
+		if err != nil || rate <= 0 {
+			t.Fatalf("LIMITERD_E2E_SATURATE=%q: want checks a second, above 0", v)
+		}
+		stop := saturate(t, c.Procs[0], rate, limit, window, 4*window+10*time.Second)
+		defer stop()
+	}
 	for _, tc := range []struct {
 		name   string
 		factor float64
@@ -190,6 +201,29 @@ func TestAccuracyOverHTTP(t *testing.T) {
 	}
 	t.Logf("deltas received by the %d nodes: %.0f, of which %.0f arrived later than the delivery grace (%.0f ms) after their tick",
 		n, deltas, late, grace*float64(sync.Milliseconds()))
+}
+
+// saturate sends p rate checks a second over 1,000 keys of their own,
+// Zipf-drawn, for at most d, and returns what stops it and waits for it.
+func saturate(t *testing.T, p *nodetest.Proc, rate float64, limit int, window, d time.Duration) (stop func()) {
+	t.Helper()
+	cfg := loadgen.DefaultConfig()
+	cfg.Targets = []string{p.HTTP}
+	cfg.Pattern, cfg.KeyPrefix, cfg.Keys, cfg.ZipfS, cfg.Rate = loadgen.PatternKeys, "sat-", 1000, 1.1, rate
+	cfg.Limit, cfg.Window, cfg.Duration = limit, window, d
+	cfg.Conns, cfg.Timeout, cfg.Progress, cfg.MaxLog = 32, 5*time.Second, 0, 1
+	cfg.MaxLate = 100 * time.Millisecond // a generator behind drops, not bursts
+	if err := cfg.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *loadgen.Result, 1)
+	go func() { done <- loadgen.Run(ctx, &cfg, "sat", nil) }()
+	return func() {
+		cancel()
+		rep := (<-done).Report()
+		t.Logf("saturating load on %s: %d checks answered, %.0f a second", p.Name, rep.Answered, rep.AchievedRate)
+	}
 }
 
 // drive sends limitload's steady pattern for key, factor x limit per

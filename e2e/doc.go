@@ -11,7 +11,9 @@
 // the accuracy runs (limitload's steady pattern at 9x and at 0.9x the
 // limit for two windows, internal/loadgen), whose figures BENCHMARKS.md
 // reports (make bench-e2e); LIMITERD_E2E_LIMIT, LIMITERD_E2E_SYNC and
-// LIMITERD_E2E_GRACE set their limit, sync interval and delivery grace. The programs a test needs that the machine
+// LIMITERD_E2E_GRACE set their limit, sync interval and delivery grace,
+// and LIMITERD_E2E_SATURATE=R runs them beside R checks a second of other
+// keys at node 1, on a saturated machine. The programs a test needs that the machine
 // lacks come from Debian's packages, installed as root, or the test skips
 // saying why.
 //
