@@ -43,6 +43,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
 	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
 	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "every node's sync interval `D`")
+	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "how long `D` every message takes to reach its peer, whole ms, its round trip below the 5ms ask deadline (0: none; a LAN's 1ms makes each ask a 2 ms round trip)")
 	fs.Float64Var(&cfg.Grace, "delivery-grace", cfg.Grace, "share `G` of the sync interval after each tick within which a node's changes must reach its peers, 0 to 1, as limiterd's -sync-delivery-grace: a node counts its admissions of the interval before as unseen for that long")
 	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, above 0 and at most 1; the bound follows")
 	fs.Float64Var(&cfg.LeaseShare, "lease-share", cfg.LeaseShare, "share `S` of each key's blind pool lent out as leases, 0 (no leases) to 1; the blind shares get the rest")
@@ -60,7 +61,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
                      [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
-                     [--sync D] [--delivery-grace G] [--tolerance T] [--lease-share S] [--lease-time D]
+                     [--latency D] [--sync D] [--delivery-grace G] [--tolerance T] [--lease-share S] [--lease-time D]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
        limitsim scale --replay DIR [--rounds K]
        limitsim scale --mesh [flags]   (the full mesh's study, 8 to 128 nodes: --mesh -h)
@@ -69,7 +70,7 @@ Measures what one node costs as the cluster grows from 8 to 1,000 nodes,
 on limiterd's real counter, limiter, decision layer and engine.Engine
 (clustersim.DefaultConfig: limiterd's defaults, the coordinator on), on
 the simulated network (internal/clustersim): messages in their real
-encoded bytes, no latency, nothing lost unless cut.
+encoded bytes, no latency unless --latency, nothing lost unless cut.
 
 For each cluster size N and scenario: R checks a second on each node
 (request i at floor(i*1000/(R*N)) ms on node i mod N, round robin, as

@@ -9,6 +9,7 @@ import (
 
 	"github.com/limiterd/limiterd/cluster/engine"
 	"github.com/limiterd/limiterd/counter"
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/internal/clustersim"
 )
 
@@ -82,6 +83,14 @@ type Config struct {
 	// Workers run each instant's ticks and deliveries
 	// (clustersim.Config.Workers); they change no figure but the times.
 	Workers int
+	// Latency is how long every message takes to reach its peer
+	// (clustersim.Config.Latency): 0, as on the simulated network by
+	// default, or a LAN's millisecond, which an ask's round trip and a
+	// delta's delivery then take. Its round trip must be shorter than
+	// the ask deadline (decision.DefaultDeadline): past it no answer
+	// comes in time, and every check at the margin falls back to the
+	// budget, as on a network too slow for the deadline.
+	Latency time.Duration
 	// Sync, Grace, Tolerance, LeaseShare and LeaseTime are every node's
 	// sync interval, delivery grace (counter.ClusterConfig.DeliveryGrace,
 	// a share of Sync), tolerance (counter.Config) and lease settings
@@ -178,6 +187,9 @@ func (c Config) Validate() error {
 	}
 	if c.Sync < time.Millisecond || c.Sync > 10*time.Second || c.Sync%time.Millisecond != 0 {
 		bad("the sync interval must be a whole number of milliseconds between 1ms and 10s, got %v", c.Sync)
+	}
+	if c.Latency < 0 || c.Latency%time.Millisecond != 0 || 2*c.Latency >= decision.DefaultDeadline {
+		bad("the latency must be a whole number of milliseconds whose round trip is below the ask deadline of %v, got %v", decision.DefaultDeadline, c.Latency)
 	}
 	if !(c.Grace >= 0 && c.Grace <= 1) {
 		bad("the delivery grace must be between 0 and 1 (a share of the sync interval), got %v", c.Grace)

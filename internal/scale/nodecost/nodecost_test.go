@@ -312,6 +312,10 @@ func TestConfigValidate(t *testing.T) {
 		{"sync", func(c *Config) { c.Sync = 50 * time.Millisecond }, ""},
 		{"no sync", func(c *Config) { c.Sync = 0 }, "sync interval"},
 		{"fractional sync", func(c *Config) { c.Sync = 1500 * time.Microsecond }, "sync interval"},
+		{"latency", func(c *Config) { c.Latency = 2 * time.Millisecond }, ""},
+		{"latency past the deadline", func(c *Config) { c.Latency = 3 * time.Millisecond }, "round trip"},
+		{"negative latency", func(c *Config) { c.Latency = -time.Millisecond }, "latency"},
+		{"fractional latency", func(c *Config) { c.Latency = 1500 * time.Microsecond }, "latency"},
 		{"grace", func(c *Config) { c.Grace = 1 }, ""},
 		{"no grace", func(c *Config) { c.Grace = 0 }, ""},
 		{"negative grace", func(c *Config) { c.Grace = -0.1 }, "delivery grace"},
@@ -426,5 +430,16 @@ func TestLooserSettings(t *testing.T) {
 	}
 	if !(fast.NetworkWaitShare < base.NetworkWaitShare) {
 		t.Errorf("sync every 50ms: waited %.4f, limiterd's %.4f", fast.NetworkWaitShare, base.NetworkWaitShare)
+	}
+}
+
+// TestSimConfigCarriesTheNetwork: the latency, interval and grace of a run
+// reach the simulated cluster it builds.
+func TestSimConfigCarriesTheNetwork(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Latency, cfg.Sync, cfg.Grace = 2*time.Millisecond, 25*time.Millisecond, 0.8
+	sc := SimConfig(cfg, 8)
+	if sc.Latency != cfg.Latency || sc.Sync != cfg.Sync || sc.Grace != cfg.Grace || sc.Nodes != 8 {
+		t.Errorf("SimConfig: latency %v, sync %v, grace %v, nodes %d; want %v, %v, %v, 8", sc.Latency, sc.Sync, sc.Grace, sc.Nodes, cfg.Latency, cfg.Sync, cfg.Grace)
 	}
 }

@@ -131,11 +131,11 @@ func Run(cfg Config, progress func(r Row)) ([]Row, error) {
 
 // SimConfig is the simulated cluster of one run: clustersim.DefaultConfig
 // (limiterd's defaults, the coordinator on) on n nodes, timed, with cfg's
-// sync interval, delivery grace, tolerance and lease settings.
+// latency, sync interval, delivery grace, tolerance and lease settings.
 func SimConfig(cfg Config, n int) clustersim.Config {
 	sc := clustersim.DefaultConfig()
 	sc.Nodes, sc.Timed, sc.Workers, sc.EditEngine = n, true, cfg.Workers, cfg.editEngine
-	sc.Sync, sc.Grace, sc.Tolerance = cfg.Sync, cfg.Grace, cfg.Tolerance
+	sc.Sync, sc.Grace, sc.Tolerance, sc.Latency = cfg.Sync, cfg.Grace, cfg.Tolerance, cfg.Latency
 	sc.EditCluster = func(cc *counter.ClusterConfig) { cc.LeaseShare, cc.LeaseTime = cfg.LeaseShare, cfg.LeaseTime }
 	return sc
 }

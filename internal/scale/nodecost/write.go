@@ -24,6 +24,9 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 	bw := bufio.NewWriter(w)
 	sc := SimConfig(cfg, 0)
 	fmt.Fprintf(bw, "scale: limiterd's real counter, limiter, decision layer and engine on N simulated nodes, the coordinator on;\n")
+	if cfg.Latency > 0 {
+		fmt.Fprintf(bw, "every message takes %v to reach its peer;\n", cfg.Latency)
+	}
 	if d := DefaultConfig(); cfg.Sync != d.Sync || cfg.Grace != d.Grace || cfg.Tolerance != d.Tolerance || cfg.LeaseShare != d.LeaseShare || cfg.LeaseTime != d.LeaseTime {
 		fmt.Fprintf(bw, "not limiterd's defaults: sync every %v, delivery grace %g of it, tolerance %g, lease share %g, lease time %v (the bound column follows them);\n",
 			sc.Sync, cfg.Grace, cfg.Tolerance, cfg.LeaseShare, cfg.LeaseTime)
