@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limiterd/limiterd/decision"
 	"github.com/limiterd/limiterd/internal/clustersim"
 	"github.com/limiterd/limiterd/internal/cpuprofile"
 	"github.com/limiterd/limiterd/internal/scale/nodecost"
@@ -43,7 +44,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CutFor, "cut-for", cfg.CutFor, "how long `D` the cut node stays cut off")
 	fs.IntVar(&cfg.CutNode, "cut-node", cfg.CutNode, "the node `I` the fallback and partition scenarios cut off (node-I; below the smallest size less 1)")
 	fs.DurationVar(&cfg.Sync, "sync", cfg.Sync, "every node's sync interval `D`")
-	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "how long `D` every message takes to reach its peer, whole ms, its round trip below the 5ms ask deadline (0: none; a LAN's 1ms makes each ask a 2 ms round trip)")
+	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, fmt.Sprintf("how long `D` every message takes to reach its peer, whole ms, its round trip below the %v ask deadline (0: none; a LAN's 1ms makes each ask a 2 ms round trip)", decision.DefaultDeadline))
 	fs.Float64Var(&cfg.Grace, "delivery-grace", cfg.Grace, "share `G` of the sync interval after each tick within which a node's changes must reach its peers, 0 to 1, as limiterd's -sync-delivery-grace: a node counts its admissions of the interval before as unseen for that long")
 	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "share `T` of the limit the cluster may admit past it, above 0 and at most 1; the bound follows")
 	fs.Float64Var(&cfg.LeaseShare, "lease-share", cfg.LeaseShare, "share `S` of each key's blind pool lent out as leases, 0 (no leases) to 1; the blind shares get the rest")
