@@ -42,3 +42,14 @@ func (h *DelayHistogram) Snapshot() (atMost [delayBuckets]uint64, count, sumMs u
 	}
 	return atMost, count + h.counts[delayBuckets].Load(), h.sumMs.Load()
 }
+
+// observeDelay counts a delta that came ms later than its sender's
+// fastest recent message (Stats.DeltaDelays), and counts it late if that
+// is past the delivery grace.
+func (e *Engine) observeDelay(ms int64) {
+	e.Stats.DeltaDelays.observe(ms)
+	cc, _ := e.c.Cluster()
+	if float64(ms) > cc.DeliveryGrace*float64(cc.SyncInterval.Milliseconds()) {
+		e.Stats.LateDeltas.Add(1)
+	}
+}
