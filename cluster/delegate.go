@@ -98,10 +98,20 @@ func decodeMeta(b []byte) meta {
 }
 
 // NotifyMsg implements memberlist.Delegate. It is called on memberlist's
-// goroutines and never waits on the network. b is not retained: decoding
-// copies what the counter keeps.
+// goroutines and never waits on the network. A sync message goes to the
+// merger (merger.go) while Run runs, so that merging it does not hold back
+// the asks and answers behind it; the others are handled here. b is not
+// retained.
 func (d delegate) NotifyMsg(b []byte) {
-	n := d.n
+	if engine.IsSync(b) && d.n.merges.offer(b) {
+		return
+	}
+	d.n.receive(b)
+}
+
+// receive hands a message to the engine and acts on what it returns. b is
+// not retained: decoding copies what the counter keeps.
+func (n *Node) receive(b []byte) {
 	rcv, err := n.engine.Receive(n.now(), b)
 	if rcv.Answered {
 		n.waiting.deliver(rcv.Answer.ID, rcv.Answer, true)

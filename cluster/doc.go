@@ -16,7 +16,12 @@
 // keeps the memberlist cluster and the member table /cluster shows, runs
 // the timer of the aligned ticks, turns membership events into PeerUp and
 // PeerDown, hands every message to Receive and sends every engine.Outbound on the
-// peer's own goroutine. After a membership change, a message and a
+// peer's own goroutine. memberlist delivers a node's datagrams on one
+// goroutine, in order; the sync messages among them (engine.IsSync) are
+// merged on a goroutine of the Node's own (merger.go), through a queue of
+// 1,024, so that a tick's deltas from every peer do not hold back the asks
+// and answers that arrive behind them, which checks wait for with a
+// deadline of a few milliseconds. After a membership change, a message and a
 // given-up ask it also sends what engine.Engine.Moved returns: the slices
 // of the routed keys whose coordinator just changed, for the new one. Seeds (Config.Join) that are not alive members are
 // joined again every RejoinInterval: memberlist alone never merges the two
@@ -32,7 +37,7 @@
 // passing over one that missed its last asks), sends the ask as one
 // memberlist datagram from the calling goroutine, and waits for the
 // answer, which the engine returns from the Receive of memberlist's
-// delivery goroutine, until the decision layer's deadline (default 5 ms).
+// delivery goroutine (never queued behind a merge), until the decision layer's deadline (default 5 ms).
 // Without an answer by half the deadline it sends the ask again, the same
 // message (engine.Engine.AskAgain; the coordinator answers a repeat with
 // the answer it gave), so one lost datagram either way costs a round trip,
@@ -177,7 +182,10 @@
 // every goroutine it starts has returned when it returns.
 //
 // The engine behind a Node is safe for concurrent use (package engine,
-// "Concurrency"): memberlist delivers messages on several goroutines and
-// checks at the margin ask from their request goroutines. The zero Node
+// "Concurrency"): memberlist delivers messages on several goroutines, the
+// merger merges sync messages on its own, and checks at the margin ask
+// from their request goroutines; the engine takes messages in any order,
+// as datagrams come. Until Run starts the merger, and after it stops,
+// sync messages are merged where memberlist delivers them. The zero Node
 // is not usable: build one with New.
 package cluster

@@ -13,8 +13,8 @@ import (
 type collector struct {
 	n *Node
 
-	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset, lead, delay, late *prometheus.Desc
-	asks, expired, alone, failedOver, notices                                                                                                                                 *prometheus.Desc
+	members, health, messages, bytes, decodeErrors, versionMismatches, notMember, replays, stale, skewed, deferred, refused, dropped, entries, lag, offset, lead, delay, late, mergeFull *prometheus.Desc
+	asks, expired, alone, failedOver, notices                                                                                                                                            *prometheus.Desc
 }
 
 func newCollector(n *Node) *collector {
@@ -77,6 +77,9 @@ func newCollector(n *Node) *collector {
 		late: prometheus.NewDesc("limiterd_sync_late_deltas_total",
 			"Delta messages that arrived later than -sync-delivery-grace after their sender's tick, by limiterd_sync_delta_delay_seconds. The 1.1 x bound assumes none does: while one is on its way its sender may admit unseen more than the bound counts. A steady rate says the grace is too short for this network or this load (raise -sync-delivery-grace, or -sync-interval).",
 			nil, nil),
+		mergeFull: prometheus.NewDesc("limiterd_sync_merge_queue_full_total",
+			"Sync messages merged on memberlist's receiving goroutine, ahead of the asks and answers behind them, because the queue of messages waiting to be merged (1,024) was full: this node merges its peers' changes more slowly than they come, and its checks' asks may miss their deadline.",
+			nil, nil),
 		asks: prometheus.NewDesc("limiterd_coordinator_asks_total",
 			"Checks at the margin this node sent to another node, by whom: the key's coordinator (first), or the next node on the ring because the coordinator missed its last asks (runner_up); checks asked again because no answer came within half the deadline (retry, to either); and checks of keys whose every node above this one missed its asks, sent through the next node, which passes them on if it hears the coordinator (around).",
 			[]string{"to"}, nil),
@@ -97,7 +100,7 @@ func newCollector(n *Node) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.lead, c.delay, c.late, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
+	for _, d := range []*prometheus.Desc{c.members, c.health, c.messages, c.bytes, c.decodeErrors, c.versionMismatches, c.notMember, c.replays, c.stale, c.skewed, c.deferred, c.refused, c.dropped, c.entries, c.lag, c.offset, c.lead, c.delay, c.late, c.mergeFull, c.asks, c.expired, c.alone, c.failedOver, c.notices} {
 		ch <- d
 	}
 }
@@ -143,6 +146,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstHistogram(c.delay, count, float64(sumMs)/1e3, buckets)
 	counter(c.late, s.LateDeltas.Load())
+	counter(c.mergeFull, n.merges.full.Load())
 	counter(c.entries, s.EntriesMerged.Load(), "merged")
 	counter(c.entries, s.EntriesIgnored.Load(), "ignored")
 	counter(c.entries, s.EntriesRefused.Load(), "refused")

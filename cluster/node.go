@@ -60,6 +60,7 @@ type Node struct {
 	joinEv  map[string]bool    // peers with a join event since the last reconcile
 	wg      sync.WaitGroup     // the senders' goroutines
 
+	merges    *merger                    // merges sync messages apart from the rest (merger.go)
 	waiting   waiters[engine.Answer]     // checks at the margin waiting for their coordinator's answer (coordinate.go)
 	resets    waiters[engine.ResetReply] // resets waiting for their answer and acknowledgements (reset.go)
 	keyring   *memberlist.Keyring        // with Config.GossipKeys: rotated by SetGossipKeys
@@ -117,6 +118,7 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 	n := &Node{
 		cfg: cfg, c: c, now: cfg.Now, log: lg, dgram: cfg.datagramMessageBytes(),
 		nudge:   make(chan struct{}, 1),
+		merges:  newMerger(),
 		members: make(map[string]*member),
 		senders: make(map[string]*sender),
 		joinEv:  make(map[string]bool),
@@ -276,6 +278,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	loopCtx, cancel := context.WithCancel(ctx)
 	wg.Go(func() { n.joinLoop(loopCtx) })
+	wg.Go(func() { n.merges.run(loopCtx, n.receive) })
 	n.syncLoop(loopCtx)
 	cancel()
 	wg.Wait()

@@ -36,6 +36,20 @@ func (e *Engine) Receive(now time.Time, b []byte) (Received, error) {
 	return Received{From: from, Out: out}, err
 }
 
+// IsSync reports whether b is a sync message: a delta, a state (anti-entropy,
+// catch-up, hello reply) or a hello. Receive merges a sync message's entries,
+// or answers a hello with a full state, which take far longer than the
+// other kinds, and nothing waits on it with a deadline. The others (asks,
+// answers, resets, notices) are waited on for a few milliseconds. A
+// transport that delivers every message on one goroutine, in order, can
+// hand the sync messages to another, so that a tick's deltas from every
+// peer do not hold back the asks and answers that arrive behind them
+// (cluster.Node does). Receive is safe for concurrent use, and the
+// protocol takes messages in any order, as datagrams come.
+func IsSync(b []byte) bool {
+	return len(b) > 0 && (b[0] == kindDelta || b[0] == kindState || b[0] == kindHello)
+}
+
 // Received is what Receive returns for one message.
 type Received struct {
 	// From is the sender ("" when the message could not be decoded).
