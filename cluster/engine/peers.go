@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,12 +82,7 @@ func (e *Engine) mayCatchUp(p *peer, now time.Time, empty bool) bool {
 		return false
 	}
 	p.caughtUp, p.lastCatchUp = true, now
-	e.paid(p)
-	if empty {
-		return false // an empty state: nothing to send (holdsNothing)
-	}
-	e.Stats.CatchUps.Add(1)
-	return true
+	return e.stateSent(p, empty, &e.Stats.CatchUps)
 }
 
 // mayReply reports whether p's new process may have its hello answered at
@@ -101,11 +97,18 @@ func (e *Engine) mayReply(p *peer, now time.Time, empty bool) bool {
 		return false
 	}
 	p.replied, p.lastReply = true, now
+	return e.stateSent(p, empty, &e.Stats.Replies)
+}
+
+// stateSent records that p is sent a full state now and reports whether
+// there is one to send, counted in sent. An empty one (holdsNothing) is
+// recorded as sent, but neither sent nor counted. Under e.mu.
+func (e *Engine) stateSent(p *peer, empty bool, sent *atomic.Uint64) bool {
 	e.paid(p)
 	if empty {
-		return false // an empty state: nothing to send (holdsNothing)
+		return false
 	}
-	e.Stats.Replies.Add(1)
+	sent.Add(1)
 	return true
 }
 
