@@ -75,7 +75,7 @@ func newCollector(n *Node) *collector {
 			"How much later each delta message of a peer was merged (its arrival, plus any wait in this node's merge queue) than the fastest of that peer's messages of the last second or two: its delay less theirs, the clocks' offset cancelled, so at most its delivery time after the sender's tick (less the fastest message's, well under a millisecond on a LAN). The 1.1 x bound assumes every delta arrives within -sync-delivery-grace of its tick (limiterd_sync_late_deltas_total).",
 			nil, nil),
 		late: prometheus.NewDesc("limiterd_sync_late_deltas_total",
-			"Delta messages that arrived later than -sync-delivery-grace after their sender's tick, by limiterd_sync_delta_delay_seconds. The 1.1 x bound assumes none does: while one is on its way its sender may admit unseen more than the bound counts. A steady rate says the grace is too short for this network or this load (raise -sync-delivery-grace, or -sync-interval).",
+			"Delta messages merged later than -sync-delivery-grace after their sender's tick, by limiterd_sync_delta_delay_seconds. The 1.1 x bound assumes none does: while one is on its way its sender may admit unseen more than the bound counts. A steady rate says the grace is too short for this network or this load (raise -sync-delivery-grace, or -sync-interval).",
 			nil, nil),
 		mergeFull: prometheus.NewDesc("limiterd_sync_merge_queue_full_total",
 			"Sync messages merged on memberlist's receiving goroutine, ahead of the asks and answers behind them, because the queue of messages waiting to be merged (1,024) was full: this node merges its peers' changes more slowly than they come, and its checks' asks may miss their deadline.",
