@@ -45,6 +45,7 @@ PROFILE_SECONDS=${PROFILE_SECONDS:-15}
 PROFILE_RATE=${PROFILE_RATE:-} # default: the highest rate whose throughput was sustained
 SYNC=${SYNC:-200ms} # the nodes' -sync-interval; limitload breaks latency down by its phase
 NODE_ARGS=${NODE_ARGS:-} # more limiterd flags for every node, e.g. "-sync-spread 0"
+LOAD_ARGS=${LOAD_ARGS:-} # more limitload flags for the measured runs, e.g. "--spread round-robin"
 HTTP_BASE=${HTTP_BASE:-18180}
 GOSSIP_BASE=${GOSSIP_BASE:-18040}
 PPROF_ADDR=${PPROF_ADDR:-127.0.0.1:18099}
@@ -152,7 +153,7 @@ measure() {
   busy0=$(busy_ticks)
   t0=$(date +%s.%N)
   "$bin/limitload" --targets "$targets" --pattern keys --keys "$KEYS" --zipf-s "$ZIPF_S" --rate "$rate" --duration "$dur" \
-    --limit 600 --window 60s --conns "$CONNS" --phase "$SYNC" --json --progress 5s --run-id "$name-$(date +%s)" \
+    --limit 600 --window 60s --conns "$CONNS" --phase "$SYNC" --json --progress 5s --run-id "$name-$(date +%s)" $LOAD_ARGS \
     >"$base.json" 2>"$base.progress"
   t1=$(date +%s.%N)
   busy1=$(busy_ticks)

@@ -37,7 +37,11 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.RatePerNode, "rate-per-node", cfg.RatePerNode, "checks per second `R` on each node")
 	fs.IntVar(&cfg.KeysPerNode, "keys-per-node", cfg.KeysPerNode, "distinct keys are `K` x N")
 	fs.Float64Var(&cfg.Zipf, "zipf", cfg.Zipf, "exponent `S` (> 1) of the keys' Zipf popularity")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed `S` of the key draw")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed `S` of the key draw (and of the nodes' draw with --spread random)")
+	fs.Func("spread", "how the checks reach the nodes, `HOW`: round-robin (check i at node i mod N, the default) or random (each at a node drawn at random, as a random or least-loaded balancer spreads them)", func(v string) error {
+		cfg.Spread = nodecost.Spread(v)
+		return nil
+	})
 	fs.Float64Var(&seconds, "seconds", seconds, "model seconds `S` of load (60: one window; less for a quick look, e.g. 0.05)")
 	fs.IntVar(&cfg.Judged, "judge", cfg.Judged, "judge the `K` hottest keys exactly (0: every key expected at a quarter of the limit in a window)")
 	fs.DurationVar(&cfg.CutAt, "cut-at", cfg.CutAt, "model time `D` at which the fallback and partition scenarios cut the cut node off")
@@ -60,7 +64,7 @@ func runScaleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&svgOut, "svg", "", "also write a chart of each scenario's costs over the smallest cluster's to `FILE` (one file per scenario: FILE with the scenario's name before its extension when there are several)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: limitsim scale [--nodes 8,64,256,1000] [--scenarios healthy,fallback,partition] [--json]
-                     [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S]
+                     [--rate-per-node R] [--keys-per-node K] [--zipf S] [--seed S] [--spread HOW]
                      [--seconds S] [--judge K] [--cut-at D] [--cut-for D] [--cut-node I] [--workers W] [--alone=false]
                      [--latency D] [--sync D] [--delivery-grace G] [--tolerance T] [--lease-share S] [--lease-time D]
                      [--from FILE.jsonl] [--svg FILE.svg] [--cpuprofile FILE] [--records DIR]
@@ -75,7 +79,8 @@ encoded bytes, no latency unless --latency, nothing lost unless cut.
 
 For each cluster size N and scenario: R checks a second on each node
 (request i at floor(i*1000/(R*N)) ms on node i mod N, round robin, as
-behind a load balancer), each for a key drawn among K x N keys (HS1's
+behind a load balancer, or on a node drawn at random with --spread
+random), each for a key drawn among K x N keys (HS1's
 200,000 per 8 nodes) by Zipf popularity (rank k with weight (1+k)^-S,
 seeded), under the one rule of HS3 (600 per 60 s, 12 slices), for S model
 seconds. In the fallback scenario node --cut-node (0) goes silent from

@@ -26,6 +26,7 @@ type Row struct {
 	Checks   int64    `json:"checks"`  // all nodes
 	Keys     int      `json:"keys"`    // distinct keys the load draws from
 	Zipf     float64  `json:"zipf"`
+	Spread   Spread   `json:"spread"`
 	// SyncBytesPerNodeS is the bytes of every engine message sent (each
 	// copy to each peer: deltas, anti-entropy, heartbeats, catch-ups, and
 	// the coordination's asks, answers and releases), per node and model
@@ -146,10 +147,10 @@ func AloneNode(n int) int { return n - 1 }
 
 // runOne is one scenario on n nodes: request i at floor(i*1000/R) ms, R =
 // RatePerNode x n, on node i mod n (round robin, as behind a load
-// balancer: each request of a key may reach any node; while the cut node is
-// silent in the Fallback scenario, its requests go to the others), its key
-// drawn by the Zipf draw; the decisions of the judged ranks go to the
-// exact log.
+// balancer: each request of a key may reach any node) or one drawn at
+// random (Config.Spread); while the cut node is silent in the Fallback
+// scenario, its requests go to the others. Its key is drawn by the Zipf
+// draw; the decisions of the judged ranks go to the exact log.
 func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	wall := time.Now()
 	sc := SimConfig(cfg, n)
@@ -200,9 +201,10 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 	if scenario != Healthy {
 		cutAt, cutEnd = cfg.CutAt.Milliseconds(), (cfg.CutAt + cfg.CutFor).Milliseconds()
 	}
-	row := Row{Scenario: scenario, Nodes: n, Seconds: cfg.Duration.Seconds(), Keys: total, Zipf: cfg.Zipf, JudgedKeys: judged}
+	row := Row{Scenario: scenario, Nodes: n, Seconds: cfg.Duration.Seconds(), Keys: total, Zipf: cfg.Zipf, Spread: cfg.Spread, JudgedKeys: judged}
 	var d limiter.Decision
 	i := int64(0)
+	nodes := newPicker(cfg.Spread, n, cfg.Seed)
 	demand := newDemandTally(total, st0.Asks)
 	later := clustersim.Stats{} // at the end of the first window
 	for t := int64(0); t < durMs; t++ {
@@ -218,11 +220,11 @@ func runOne(cfg Config, n int, scenario Scenario) (Row, error) {
 		for ; i*1000/rate == t; i++ {
 			r := ks.next()
 			key := ks.name(r)
-			node := int(i % int64(n))
-			if node == cfg.CutNode && scenario == Fallback && t >= cutAt && t < cutEnd {
-				// The silent node's share goes to the others, evenly.
-				node = (cfg.CutNode + 1 + int(i/int64(n)%int64(n-1))) % n
+			silent := -1
+			if scenario == Fallback && t >= cutAt && t < cutEnd {
+				silent = cfg.CutNode
 			}
+			node := nodes.node(i, silent)
 			if err := sim.Check(t, key, node, 1, &d); err != nil {
 				return row, err
 			}

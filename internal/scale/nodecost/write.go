@@ -31,8 +31,8 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) error {
 		fmt.Fprintf(bw, "not limiterd's defaults: sync every %v, delivery grace %g of it, tolerance %g, lease share %g, lease time %v (the bound column follows them);\n",
 			sc.Sync, cfg.Grace, cfg.Tolerance, cfg.LeaseShare, cfg.LeaseTime)
 	}
-	fmt.Fprintf(bw, "limit %d per %v in %d slices; %d checks/s on each node, round robin, over %d x N keys drawn Zipf(%g) (seed %d);\n",
-		sc.Limit, sc.Window, sc.Slices, cfg.RatePerNode, cfg.KeysPerNode, cfg.Zipf, cfg.Seed)
+	fmt.Fprintf(bw, "limit %d per %v in %d slices; %d checks/s on each node, spread %s, over %d x N keys drawn Zipf(%g) (seed %d);\n",
+		sc.Limit, sc.Window, sc.Slices, cfg.RatePerNode, cfg.Spread, cfg.KeysPerNode, cfg.Zipf, cfg.Seed)
 	fmt.Fprintf(bw, "%v of model time; from %v for %v node %d is cut off both ways, taking no requests (fallback) or\n",
 		cfg.Duration, cfg.CutAt, cfg.CutFor, cfg.CutNode)
 	fmt.Fprintf(bw, "still taking its share and deciding alone (partition). Per node and model second;\n")
