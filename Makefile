@@ -126,7 +126,7 @@ bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
 bench-cluster: build ## the seed's experiments against a real 8-node cluster with limitload (WINDOW, LIMIT)
 	scripts/bench-cluster.sh
 
-bench-hs2: build ## HS2 on this machine: 8 nodes, 200,000 keys, a fresh cluster per run (RATE, DURATION, STEPS, NODE_ARGS)
+bench-hs2: build ## HS2 on this machine: 8 nodes, 200,000 keys, a fresh cluster per run (RATE, DURATION, STEPS, SYNC, NODE_ARGS, LOAD_ARGS)
 	scripts/bench-hs2.sh
 
 # The soak's length and rate come as DURATION and RATE, as the benchmarks'

@@ -118,12 +118,14 @@ hz=$(getconf CLK_TCK)
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # snapshot FILE: per node "cpu_ticks rss_kb hwm_kb sync_sent_bytes
-# sync_received_bytes checks asked fallbacks" (checks:
+# sync_received_bytes checks asked fallbacks deltas late" (checks:
 # limiterd_decisions_total summed; asked: the checks that waited on the
 # network for another node, the key's coordinator or its runner-up
 # (limiterd_coordinator_asks_total); fallbacks: the checks put to a
 # coordinator that got no answer in time and were decided alone with the
-# budget).
+# budget; deltas: the deltas received, limiterd_sync_delta_delay_seconds;
+# late: those of them past the delivery grace, which the 1.1 x bound
+# assumes none is, limiterd_sync_late_deltas_total).
 snapshot() {
   : >"$1"
   for i in $(seq 1 "$NODES"); do
@@ -137,7 +139,9 @@ snapshot() {
     checks=$(awk '/^limiterd_decisions_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
     coord=$(awk '/^limiterd_coordinator_asks_total\{/ { n += $2 } END { print n + 0 }' <<<"$m")
     fall=$(awk '/^limiterd_coordinated_checks_total\{result="fallback/ { n += $2 } END { print n + 0 }' <<<"$m")
-    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord $fall" >>"$1"
+    deltas=$(awk '/^limiterd_sync_delta_delay_seconds_count/ { n += $2 } END { print n + 0 }' <<<"$m")
+    late=$(awk '/^limiterd_sync_late_deltas_total/ { n += $2 } END { print n + 0 }' <<<"$m")
+    echo "$ticks $rss $hwm ${sent:-0} ${recv:-0} $checks $coord $fall $deltas $late" >>"$1"
   done
 }
 
@@ -164,10 +168,10 @@ measure() {
   cpu=$(awk 'NR > 3 { us += $13; sy += $14; id += $15; st += $17; n++ } END { if (n) printf "%.0f/%.0f/%.0f/%.0f", us / n, sy / n, id / n, st / n }' "$base.vmstat")
   snapshot "$base.after"
   paste -d' ' "$base.before" "$base.after" | awk -v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v hz="$hz" '
-    { checks = $14 - $6; coord = $15 - $7; fall = $16 - $8
-      printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f | %.0f | %.3f %% | %.0f |\n", NR, ($9 - $1) / hz / dt * 100, $10 / 1024, $11 / 1024, ($12 - $4) / dt, ($13 - $5) / dt, checks, checks ? coord / checks * 100 : 0, fall
-      cpu += ($9 - $1) / hz / dt * 100; sent += ($12 - $4) / dt; allc += checks; allk += coord; allf += fall }
-    END { printf "| all nodes | %.0f %% | | | %.0f | | %.0f | %.3f %% | %.0f |\n", cpu, sent, allc, allc ? allk / allc * 100 : 0, allf }' >"$base.nodes"
+    { checks = $16 - $6; coord = $17 - $7; fall = $18 - $8; deltas = $19 - $9; late = $20 - $10
+      printf "| node%d | %.0f %% | %.1f | %.1f | %.0f | %.0f | %.0f | %.3f %% | %.0f | %.0f of %.0f |\n", NR, ($11 - $1) / hz / dt * 100, $12 / 1024, $13 / 1024, ($14 - $4) / dt, ($15 - $5) / dt, checks, checks ? coord / checks * 100 : 0, fall, late, deltas
+      cpu += ($11 - $1) / hz / dt * 100; sent += ($14 - $4) / dt; allc += checks; allk += coord; allf += fall; alld += deltas; alll += late }
+    END { printf "| all nodes | %.0f %% | | | %.0f | | %.0f | %.3f %% | %.0f | %.0f of %.0f (%.2f %%) |\n", cpu, sent, allc, allc ? allk / allc * 100 : 0, allf, alll, alld, alld ? alll / alld * 100 : 0 }' >"$base.nodes"
   # CPU of everything else on the machine (another job running beside the
   # benchmark shows here), in % of one core: all busy time minus the nodes'
   # and limitload's.
@@ -188,8 +192,8 @@ header() {
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 node_header() {
-  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | asked another node | fell back |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| node | CPU | RSS MB | peak RSS MB | sync bytes/s sent | sync bytes/s received | checks | asked another node | fell back | deltas past the grace |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
 echo "HS2: $NODES limiterd processes on 127.0.0.1, $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"
