@@ -46,10 +46,10 @@ const (
 	RoundRobin Spread = "round-robin"
 	// Random: each check goes to a node drawn uniformly (seeded by
 	// Config.Seed), as a random or least-loaded balancer, or clients that
-	// pick a node themselves, spread them. A node's share then comes in
-	// bursts: on 8 real processes at 4,000 checks a second, 8 % more
-	// checks asked with limitload's random spread than with its round
-	// robin, which measured what this simulation does (BENCHMARKS.md).
+	// pick a node themselves, spread them: a node's share comes in
+	// bursts. limitload spreads real checks either way, so that the two
+	// compare (BENCHMARKS.md, "HS2's waits on real processes, by load and
+	// by spread").
 	Random Spread = "random"
 )
 
