@@ -8,9 +8,10 @@
 // (clustersim.DefaultConfig), RatePerNode checks a second on each node,
 // round robin or drawn at random (Config.Spread), for keys drawn among
 // KeysPerNode x N by Zipf popularity from a seeded PCG, under the one
-// rule of HS3 (600 per 60 s, 12 slices), for Duration of model time. It reports every engine message's bytes and
-// count per node and second (sync and coordination), the engines' CPU time
-// per check (clustersim.Times: Tick, Receive and the asks), the live heap
+// rule of HS3 (600 per 60 s, 12 slices), for Duration of model time. It
+// reports every engine message's bytes and count per node and second
+// (sync and coordination), the engines' CPU time per check
+// (clustersim.Times: Tick, Receive and the asks), the live heap
 // of the whole simulation per node, the share of checks that waited on
 // another node and the share of those the coordinator granted, and the
 // accuracy: the worst window of one key against the
