@@ -514,14 +514,23 @@ func (w *wire) name(from string) string {
 // keeps no transport buffer alive and nothing can read it once reused.
 // Every group up to the capacity: Receive may have cut some off
 // (dropOthers, dropOrigin), and they hold the message's strings too.
+//
+// What it clears it also cuts to length 0. A pooled wire serves every
+// kind, and the release after an ask or an answer must not clear the
+// keys and entries of the last sync message the wire decoded again: that
+// was some 240 KB for a datagram of 3,000 entries, at every ask a
+// coordinator answered (BENCHMARKS.md, "A pooled wire cleared a sync
+// message's entries at every ask").
 func (w *wire) release() {
 	groups := w.m.Groups[:cap(w.m.Groups)]
 	for i := range groups {
 		g := &groups[i]
 		clear(g.Keys)
+		g.Keys = g.Keys[:0]
 		g.Limit, g.Origin = "", ""
 	}
 	clear(w.entries)
+	w.entries = w.entries[:0]
 	w.m.Groups = groups[:0]
 	w.coord.release()
 	// A version 2 message may rebuild far more key bytes than it holds

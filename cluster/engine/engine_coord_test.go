@@ -16,14 +16,20 @@ type coordNode struct {
 	answers []Answer
 }
 
-func newCoordNode(t *testing.T, name string, nodes int) *coordNode {
+func newCoordNode(t testing.TB, name string, nodes int) *coordNode {
 	t.Helper()
 	return newCoordNodeWith(t, name, nodes, nil)
 }
 
-func newCoordNodeWith(t *testing.T, name string, nodes int, edit func(*Config)) *coordNode {
+func newCoordNodeWith(t testing.TB, name string, nodes int, edit func(*Config)) *coordNode {
 	t.Helper()
-	cn := &coordNode{testNode: newTestNodeWith(t, name, nodes, 10, edit)}
+	return newCoordNodeLimit(t, name, nodes, 10, edit)
+}
+
+// newCoordNodeLimit is newCoordNodeWith with a limit of limit a minute.
+func newCoordNodeLimit(t testing.TB, name string, nodes int, limit int64, edit func(*Config)) *coordNode {
+	t.Helper()
+	cn := &coordNode{testNode: newTestNodeWith(t, name, nodes, limit, edit)}
 	cc, _ := cn.c.Cluster()
 	cc.Coordinated = true
 	if err := cn.c.SetCluster(cc); err != nil {
@@ -33,7 +39,7 @@ func newCoordNodeWith(t *testing.T, name string, nodes int, edit func(*Config)) 
 }
 
 // receive hands msg to the engine at ms and records an answer it returns.
-func (cn *coordNode) receive(t *testing.T, now time.Time, msg []byte) (Received, error) {
+func (cn *coordNode) receive(t testing.TB, now time.Time, msg []byte) (Received, error) {
 	t.Helper()
 	r, err := cn.e.Receive(now, msg)
 	if r.Answered {
@@ -57,7 +63,7 @@ func (cn *coordNode) keyFor(now time.Time, want string) string {
 
 // ask prepares and starts cn's check of one hit of key at now, which
 // must go to another node.
-func (cn *coordNode) ask(t *testing.T, now time.Time, key string) (Asked, *counter.Ask) {
+func (cn *coordNode) ask(t testing.TB, now time.Time, key string) (Asked, *counter.Ask) {
 	t.Helper()
 	ask := new(counter.Ask)
 	cn.c.PrepareAsk(now, key, 1, []counter.Limit{cn.lim}, ask)
