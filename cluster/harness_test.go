@@ -194,6 +194,8 @@ type nodeOpts struct {
 	wrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
 	// engine, if set, edits the engine's configuration.
 	engine func(*engine.Config)
+	// log, if set, is the node's logger (else testLogger's).
+	log *slog.Logger
 }
 
 // testSyncInterval is the tests' sync interval, set on the counter.
@@ -256,7 +258,11 @@ func startNode(t testing.TB, name string, o nodeOpts) *tnode {
 		}
 		return t
 	}
-	tn.n, err = newNode(cfg, c, tn.reg, testLogger().With("test", t.Name()), h)
+	lg := o.log
+	if lg == nil {
+		lg = testLogger()
+	}
+	tn.n, err = newNode(cfg, c, tn.reg, lg.With("test", t.Name()), h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,7 +302,13 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	var err error
 	if lerr := n.ml.Leave(n.cfg.LeaveTimeout); lerr != nil {
-		n.log.Warn("leaving the cluster", "err", lerr)
+		if len(n.ml.Members()) == 0 {
+			// Every peer left while the leave waited to be gossiped (the
+			// whole cluster stopping at once): no one was left to tell.
+			n.log.Info("left the cluster with no live peer left to tell", "err", lerr)
+		} else {
+			n.log.Warn("leaving the cluster", "err", lerr)
+		}
 	}
 	if serr := n.ml.Shutdown(); serr != nil {
 		err = fmt.Errorf("cluster: shutdown: %w", serr)

@@ -3,9 +3,11 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/limiterd/limiterd/cluster/engine"
+	"github.com/limiterd/limiterd/internal/nodetest"
 	"github.com/limiterd/limiterd/internal/promtest"
 )
 
@@ -336,6 +339,26 @@ func TestGracefulLeave(t *testing.T) {
 		if st := tn.n.Status(); st.Nodes != 2 {
 			t.Errorf("%s: %d nodes after the leave, want 2", tn.name, st.Nodes)
 		}
+	}
+}
+
+// TestWholeClusterStopsQuietly: every node stopped at once, as a rollout
+// or an uninstall does, logs nothing at WARN or above. memberlist shuts its
+// transport down before its gossip and probe timers stop, and their sends
+// in between were logged as errors; a node's leave could wait out its
+// timeout for peers that had all left already, which was logged as a
+// warning though no one was left to tell.
+func TestWholeClusterStopsQuietly(t *testing.T) {
+	var logged nodetest.LockedBuffer
+	lg := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	nodes := startCluster(t, 4, nodeOpts{log: lg})
+	var wg sync.WaitGroup
+	for _, tn := range nodes {
+		wg.Go(tn.stop)
+	}
+	wg.Wait()
+	if s := logged.String(); s != "" {
+		t.Errorf("a clean stop of the whole cluster logged:\n%s", s)
 	}
 }
 

@@ -134,8 +134,16 @@ func (t *transport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error)
 	return addr, t.port, nil
 }
 
-// WriteTo sends one datagram to addr (HOST:PORT).
+// WriteTo sends one datagram to addr (HOST:PORT). Once the transport is
+// shut down it drops the datagram and reports no error: memberlist shuts
+// its transport down before it stops its gossip and probe timers, and each
+// send those make in between would otherwise log an error line at every
+// clean stop ("use of closed network connection"). A datagram may be lost
+// anyway, and nothing of a stopped node waits for it.
 func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if t.shutdown.Load() {
+		return time.Now(), nil
+	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return time.Time{}, err
@@ -144,6 +152,9 @@ func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 	// memberlist expects for its RTT estimates. It is the real clock, not
 	// Config.Now: memberlist compares it with its own time.Now.
 	_, err = t.udp.WriteTo(b, ua)
+	if err != nil && t.shutdown.Load() {
+		err = nil // closed under the write by Shutdown
+	}
 	return time.Now(), err
 }
 

@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 func newTestTransport(t *testing.T) *transport {
@@ -127,6 +129,34 @@ func TestTransportShutdownWithUnreadPacket(t *testing.T) {
 	}
 	if err := b.Shutdown(); err != nil {
 		t.Errorf("second Shutdown: %v", err)
+	}
+}
+
+// TestTransportDropsWritesAfterShutdown: memberlist shuts its transport
+// down before its gossip and probe timers stop, so a send may come after
+// Shutdown; it is dropped, not an error that memberlist logs at every
+// clean stop. Before Shutdown a failed write is still an error.
+func TestTransportDropsWritesAfterShutdown(t *testing.T) {
+	a, b := newTestTransport(t), newTestTransport(t)
+	to := fmt.Sprintf("127.0.0.1:%d", b.Port())
+	if _, err := a.WriteTo([]byte("x"), "127.0.0.1:no-port"); err == nil {
+		t.Error("WriteTo a malformed address before Shutdown: no error")
+	}
+	if err := a.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for _, send := range []func() (time.Time, error){
+		func() (time.Time, error) { return a.WriteTo([]byte("late"), to) },
+		func() (time.Time, error) { return a.WriteToAddress([]byte("late"), memberlist.Address{Addr: to}) },
+	} {
+		if at, err := send(); err != nil || at.IsZero() {
+			t.Errorf("a send after Shutdown = %v, %v; want a send time and no error", at, err)
+		}
+	}
+	select {
+	case p := <-b.PacketCh():
+		t.Errorf("a datagram sent after Shutdown arrived: %q", p.Buf)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
 
