@@ -19,6 +19,6 @@ func ExampleBoundOf() {
 			w, b.Promised, b.WorstCase, b.Tail, b.Blind, b.Leases, b.Fallback, b.Floor)
 	}
 	// Output:
-	// 600 per 1m0s on 8 nodes: promised 660; worst case 658 (tail 2, blind share 2 a node, leases 26); budget alone 640 (floor 3)
-	// 600 per 10s on 8 nodes: promised 660; worst case 658 (tail 2, blind share 2 a node, leases 26); budget alone 736 (floor 15)
+	// 600 per 1m0s on 8 nodes: promised 660; worst case 660 (tail 2, blind share 3 a node, leases 20); budget alone 640 (floor 3)
+	// 600 per 10s on 8 nodes: promised 660; worst case 660 (tail 2, blind share 3 a node, leases 20); budget alone 736 (floor 15)
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // TestBoundOf checks every figure of the bound on the seed's cluster (8
-// nodes, 200 ms sync, grace 0.25, TailShare 0.3, LeaseShare 0.6) and on
+// nodes, 200 ms sync, grace 0.25, TailShare 0.3, LeaseShare 0.46) and on
 // its edges; the WorstCase rows are TestWorstCase's.
 func TestBoundOf(t *testing.T) {
 	cluster := func(nodes int, edit func(*ClusterConfig)) ClusterConfig {
@@ -29,12 +29,12 @@ func TestBoundOf(t *testing.T) {
 			Bound{Promised: 660, Shares: Shares{Tail: 60}, Fallback: 660, WorstCase: 660}},
 		{"one node in cluster mode", cluster(1, nil), 600, time.Minute,
 			Bound{Promised: 660, Shares: Shares{Tail: 60}, Fallback: 660, WorstCase: 660}},
-		// T = floor(0.1 x 0.3 x 600 / 8) = 2, pool 60 − 16 = 44, Λ = 26,
-		// b = 2; f = ceil(600 x 250 ms / 60 s) = 3.
+		// T = floor(0.1 x 0.3 x 600 / 8) = 2, pool 60 − 16 = 44, Λ = 20,
+		// b = 3; f = ceil(600 x 250 ms / 60 s) = 3.
 		{"coordinated", cluster(8, nil), 600, time.Minute,
-			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 2, Leases: 26}, Floor: 3, Fallback: 600 + 24 + 16, WorstCase: 658}},
+			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 3, Leases: 20}, Floor: 3, Fallback: 600 + 24 + 16, WorstCase: 660}},
 		{"coordinated short window", cluster(8, nil), 600, 10 * time.Second,
-			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 2, Leases: 26}, Floor: 15, Fallback: 736, WorstCase: 658}},
+			Bound{Promised: 660, Shares: Shares{Tail: 2, Blind: 3, Leases: 20}, Floor: 15, Fallback: 736, WorstCase: 660}},
 		// Tolerance 1: no tail, no blind share, no lease.
 		{"coordinated small limit", cluster(8, nil), 10, time.Second,
 			Bound{Promised: 11, Floor: 3, Fallback: 34, WorstCase: 10}},
@@ -45,7 +45,7 @@ func TestBoundOf(t *testing.T) {
 			Bound{Promised: 11, Floor: 3, Fallback: 10 + 31*3, WorstCase: 10}},
 		// RouteAlways: no blind share, the leases as before.
 		{"routed always", cluster(8, func(cc *ClusterConfig) { cc.Routing = RouteAlways }), 600, time.Minute,
-			Bound{Promised: 660, Shares: Shares{Tail: 2, Leases: 26}, Floor: 3, Fallback: 600 + 7*3 + 16, WorstCase: 642}},
+			Bound{Promised: 660, Shares: Shares{Tail: 2, Leases: 20}, Floor: 3, Fallback: 600 + 7*3 + 16, WorstCase: 636}},
 		{"budget alone", cluster(8, uncoordinated), 600, time.Minute,
 			Bound{Promised: 660, Shares: Shares{Tail: 2}, Floor: 3, Fallback: 640, WorstCase: 640}},
 		{"floor 0", cluster(8, func(cc *ClusterConfig) { cc.Coordinated, cc.BudgetFloor = false, 0 }), 600, time.Minute,

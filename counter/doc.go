@@ -106,8 +106,8 @@
 // hidden tails, N·T_node; the blind shares, N·b; and the leases, Λ. What
 // the tails leave (the pool) is split by ClusterConfig.LeaseShare: Λ =
 // floor(LeaseShare·pool) is lent out as leases, and b = (pool − Λ) / N is
-// each node's blind share (BoundOf, Counter.WorstCase: 658 for 600 per minute on 8
-// nodes, T_node = 2, b = 2 and Λ = 26; 10 for 10 per second on 8 nodes, whose pool is
+// each node's blind share (BoundOf, Counter.WorstCase: 660 for 600 per minute on 8
+// nodes, T_node = 2, b = 3 and Λ = 20; 10 for 10 per second on 8 nodes, whose pool is
 // empty and whose every check at the margin is coordinated).
 //
 // # Leases
@@ -203,7 +203,7 @@
 // lease bounds in the same way, by its size, for the leases it counted at
 // g (no lease is lent after g, the last grant): at most Λ. Add the hidden
 // tails: at most L + N·b + Λ + N·T_node
-// (BoundOf's WorstCase), 658 for 600 per minute on 8 nodes and 10 for 10
+// (BoundOf's WorstCase), 660 for 600 per minute on 8 nodes and 10 for 10
 // per second.
 // TestCoordinatedPropertyAgainstOracle checks both halves against the
 // exact oracle on random and adversarial multi-node patterns with latency,
@@ -239,9 +239,10 @@
 // ClusterConfig.Routing may route a limit (Counter.Routed): its changes
 // then go to its keys' coordinators alone (package cluster/engine), and a
 // node other than a key's coordinator counts of it only what it admitted
-// itself. A limit is routed only when it leaves each node no blind share
-// (RouteAuto, on more than MeshNodes nodes) or when blind shares are off
-// (RouteAlways), so no check is ever admitted on a node's own view of a
+// itself. A routed limit has no blind share: RouteAuto routes it on more
+// than MeshNodes nodes when the split would leave each node at most 1,
+// which routing takes, and RouteAlways routes every limit with blind
+// shares off. So no check is ever admitted on a node's own view of a
 // routed key but on a lease: the argument above holds with b = 0, and its
 // bound is L + Λ + N·T. A node still denies when its own count alone is
 // full (it never over-counts), and asks the coordinator otherwise, whose

@@ -59,8 +59,8 @@ func ExampleCounter_WorstCase() {
 	fmt.Println("budget alone, 10 per second:", c.WorstCase(10, time.Second))
 	// Output:
 	// one node, 600 per minute: 660
-	// 8 nodes, 600 per minute: 658
-	// 8 nodes, 600 per 10 s: 658
+	// 8 nodes, 600 per minute: 660
+	// 8 nodes, 600 per 10 s: 660
 	// 8 nodes, 10 per second: 10
 	// budget alone, 600 per minute: 640
 	// budget alone, 600 per 10 s: 736

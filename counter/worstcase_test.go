@@ -36,13 +36,13 @@ func TestWorstCase(t *testing.T) {
 		{name: "small limit", budget: true, floor: 1, grace: 0.25, nodes: 8, max: 10, window: time.Second, want: 34},
 		// Coordinated: L + N·b + Λ + N·T, T = floor(0.1 x 0.3 x L / N), the
 		// pool P = floor(0.1 L) - N·T, Λ = floor(0.6 P), b = (P - Λ) / N.
-		// 600: T = 2, P = 44, Λ = 26, b = 2: 600 + 16 + 26 + 16.
-		{name: "coordinated", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 658},
-		{name: "coordinated short window", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: 10 * time.Second, want: 658},
+		// 600: T = 2, P = 44, Λ = 20, b = 3: 600 + 16 + 20 + 24.
+		{name: "coordinated", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: time.Minute, want: 660},
+		{name: "coordinated short window", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 600, window: 10 * time.Second, want: 660},
 		// 10: tolerance 1, T = 0, b = 0: every request at the margin is the coordinator's.
 		{name: "coordinated small limit", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 10, window: time.Second, want: 10},
 		// 6000: T = 22, P = 424, Λ = 254, b = 21: 6000 + 168 + 254 + 176.
-		{name: "coordinated premium", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 6000, window: time.Minute, want: 6598},
+		{name: "coordinated premium", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 8, max: 6000, window: time.Minute, want: 6595},
 		{name: "coordinated one node", coord: true, budget: true, floor: 1, grace: 0.25, nodes: 1, max: 600, window: time.Minute, want: 660},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

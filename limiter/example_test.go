@@ -112,7 +112,7 @@ rules:
 		fmt.Printf("%s %s: at most %d (%.3fx)\n", b.Rule, b.LimitText(), b.WorstCase, b.Ratio())
 	}
 	// Output:
-	// default 600/60s: at most 658 (1.097x)
+	// default 600/60s: at most 660 (1.100x)
 	// api 2/1s: at most 2 (1.000x)
-	// api 600/60s: at most 658 (1.097x)
+	// api 600/60s: at most 660 (1.100x)
 }

@@ -95,8 +95,9 @@
 // # Routing
 //
 // A limit is routed when no node may admit any of it without asking its
-// coordinator (its blind share is 0; counter.ClusterConfig.Routing says
-// when, RouteAuto by default: on more than MeshNodes nodes). Then no node
+// coordinator (it has no blind share; counter.ClusterConfig.Routing says
+// when, RouteAuto by default: on more than MeshNodes nodes, for a limit
+// whose blind share would be at most 1). Then no node
 // but the coordinator ever needs the others' counts of its keys: a node
 // denies on its own count only when that alone is full, and asks
 // otherwise; the coordinator decides on the merged count of every node's

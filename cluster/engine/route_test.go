@@ -59,10 +59,12 @@ func deltaTargets(t *testing.T, n testNode, out []Outbound) map[string]int {
 }
 
 // TestRoutingFollowsTheBlindShare: which limits are routed, per Routing,
-// on a cluster size where 600 a minute leaves each node a blind share (8)
-// and one where it leaves none (32); a limit of 10 leaves none on 8 nodes
-// either, but up to MeshNodes (24) nodes every limit is broadcast; and
-// the blind share RouteAlways takes away.
+// on a cluster size where 600 a minute leaves each node a blind share (8),
+// one where its split leaves 1, which routing takes (32), and one where it
+// leaves none (34); 6000 a minute keeps 7 on 32 nodes and is broadcast; a
+// limit of 10 leaves none on 8 nodes either, but up to MeshNodes (24)
+// nodes every limit is broadcast; and the blind share RouteAlways takes
+// away.
 func TestRoutingFollowsTheBlindShare(t *testing.T) {
 	for _, tc := range []struct {
 		routing counter.Routing
@@ -72,6 +74,8 @@ func TestRoutingFollowsTheBlindShare(t *testing.T) {
 	}{
 		{counter.RouteAuto, 8, 600, false},
 		{counter.RouteAuto, 32, 600, true},
+		{counter.RouteAuto, 34, 600, true},
+		{counter.RouteAuto, 32, 6000, false},
 		{counter.RouteAuto, 8, 10, false},
 		{counter.RouteAuto, 25, 10, true},
 		{counter.RouteNever, 32, 600, false},

@@ -43,7 +43,7 @@ func TestParseClusterFlags(t *testing.T) {
 		t.Errorf("sync interval %v", cfg.syncInterval)
 	case cfg.syncDeliveryGrace != 0.25 || cfg.counterCluster().DeliveryGrace != 0.25:
 		t.Errorf("delivery grace %v", cfg.syncDeliveryGrace)
-	case cfg.leaseShare != 0.6 || cfg.counterCluster().LeaseShare != 0.6:
+	case cfg.leaseShare != 0.46 || cfg.counterCluster().LeaseShare != 0.46:
 		t.Errorf("lease share %v", cfg.leaseShare)
 	case cfg.clusterConfig("h:1").CatchUpWait != 5*time.Second:
 		t.Errorf("catch-up wait %v, want 5s", cfg.clusterConfig("h:1").CatchUpWait)

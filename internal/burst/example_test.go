@@ -15,5 +15,5 @@ func ExampleClusterBound() {
 	// Output:
 	// no budget: 4816
 	// floor 1: 640
-	// coordinated: 658
+	// coordinated: 660
 }
