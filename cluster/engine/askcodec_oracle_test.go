@@ -73,12 +73,8 @@ func releaseSchema() coordSchema { return coordSchema{releaseLayout(), []int{rel
 // schemaless decodes b's body as go-msgpack reads it without a schema,
 // or reports false if it is not one value exactly.
 func schemaless(b []byte) ([]any, bool) {
-	if len(b) < 2 {
-		return nil, false
-	}
-	r := bytes.NewReader(b[1:])
-	var v any
-	if err := codec.NewDecoder(r, newHandle(1024)).Decode(&v); err != nil || r.Len() != 0 {
+	v, ok := decodeSchemaless(b)
+	if !ok {
 		return nil, false
 	}
 	fields, ok := v.([]any)
