@@ -46,11 +46,11 @@ run_one() {
 	fi
 	local last
 	last=$(grep -E 'elapsed:' "$log" | tail -1 || true)
-	if [ $rc -ne 0 ] && deadline_race "$pkg" "$f" "$log"; then
-		echo "ok   $pkg $f: ${last:-no progress line}; ended by Go's own deadline race (go.dev/issue/75804): no failing input written, every input replayed clean"
-		return 0
-	fi
 	if [ $rc -ne 0 ]; then
+		if deadline_race "$pkg" "$f" "$log"; then
+			echo "ok   $pkg $f: ${last:-no progress line}; ended by Go's own deadline race (go.dev/issue/75804): no failing input written, every input replayed clean"
+			return 0
+		fi
 		echo "FAIL $pkg $f (log $log)"
 		tail -20 "$log"
 		return 1
@@ -59,12 +59,12 @@ run_one() {
 }
 
 # deadline_race reports whether a failed run is Go 1.26's fuzzing
-# coordinator racing its own -fuzztime deadline (go.dev/issue/75804, fixed
-# in Go 1.27) rather than a finding: the run's only error is "context
-# deadline exceeded", no failing input was written, the workers were still
-# executing inputs up to the deadline (a hung input stops the count first),
-# and every seed and corpus input, those just found included, passes when
-# replayed.
+# coordinator racing its own -fuzztime deadline (go.dev/issue/75804,
+# reported fixed in Go 1.27) rather than a finding: the run's only error
+# is "context deadline exceeded", no failing input was written, the
+# workers were still executing inputs up to the deadline (a hung input
+# stops the count first), and every seed and corpus input, those just
+# found included, passes when replayed.
 deadline_race() {
 	local pkg=$1 f=$2 log=$3
 	grep -q 'Failing input written to' "$log" && return 1
