@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -80,33 +79,17 @@ func BenchmarkEnvoyRecipe(b *testing.B) {
 			return out
 		})},
 		{"limiterd", startEnvoy(b, envoy, lim, app.addr(), nil)},
-		{"ratelimit", startEnvoy(b, envoy, []string{rl}, app.addr(), nil)},
+		{"ratelimit", startEnvoy(b, envoy, []string{rl.grpc}, app.addr(), nil)},
 	}
-	rate := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	non2xx := regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	rps := map[string][]float64{}
+	runs := make([]wrkRun, len(setups))
+	for i, s := range setups {
+		runs[i] = wrkRun{name: s.name, args: []string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(seconds) + "s", s.px.url + "/item"}, allAllowed: true}
+	}
 	b.ResetTimer()
-	for round := range rounds {
-		for _, s := range setups {
-			out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(seconds)+"s", s.px.url+"/item").CombinedOutput()
-			if err != nil {
-				b.Fatalf("wrk through %s: %v\n%s", s.name, err, out)
-			}
-			m := rate.FindSubmatch(out)
-			if m == nil || non2xx.Match(out) {
-				b.Fatalf("wrk through %s: every request must be allowed:\n%s", s.name, out)
-			}
-			v, _ := strconv.ParseFloat(string(m[1]), 64)
-			rps[s.name] = append(rps[s.name], v)
-			b.Logf("round %d %-9s %9.0f requests/s", round+1, s.name, v)
-		}
-	}
+	med := wrkRounds(b, wrk, rounds, runs)
 	b.StopTimer()
-	med := map[string]float64{}
-	for name, v := range rps {
-		slices.Sort(v)
-		med[name] = v[len(v)/2]
-		b.ReportMetric(med[name], name+"_req/s")
+	for name, v := range med {
+		b.ReportMetric(v, name+"_req/s")
 	}
 	b.ReportMetric(med["limiterd"]/med["ceiling"], "limiterd/ceiling")
 	b.ReportMetric(med["ratelimit"]/med["ceiling"], "ratelimit/ceiling")
@@ -126,9 +109,15 @@ func goInstall(t testing.TB, module, name string) string {
 	return filepath.Join(dir, name)
 }
 
+// envoyRatelimit is a running envoyproxy/ratelimit's addresses.
+type envoyRatelimit struct {
+	grpc string // its rate limit service, as Envoy asks it
+	http string // its HTTP API (POST /json)
+}
+
 // startEnvoyRatelimit starts Redis and envoyproxy/ratelimit with rules on
-// loopback ports of their own, and returns ratelimit's gRPC address.
-func startEnvoyRatelimit(t testing.TB, bin, redis, rules string) string {
+// loopback ports of their own.
+func startEnvoyRatelimit(t testing.TB, bin, redis, rules string) envoyRatelimit {
 	t.Helper()
 	dir := t.TempDir()
 	redisPort := nodetest.FreePort(t)
@@ -144,18 +133,19 @@ func startEnvoyRatelimit(t testing.TB, bin, redis, rules string) string {
 	if err := os.WriteFile(filepath.Join(conf, "edge.yaml"), []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort := nodetest.FreePort(t)
+	grpcPort, httpPort := nodetest.FreePort(t), nodetest.FreePort(t)
 	env := []string{
 		"USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp",
 		fmt.Sprintf("REDIS_URL=127.0.0.1:%d", redisPort),
 		"RUNTIME_ROOT=" + filepath.Join(dir, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"HOST=127.0.0.1", "GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1",
-		fmt.Sprintf("PORT=%d", nodetest.FreePort(t)), fmt.Sprintf("GRPC_PORT=%d", grpcPort), fmt.Sprintf("DEBUG_PORT=%d", nodetest.FreePort(t)),
+		fmt.Sprintf("PORT=%d", httpPort), fmt.Sprintf("GRPC_PORT=%d", grpcPort), fmt.Sprintf("DEBUG_PORT=%d", nodetest.FreePort(t)),
 	}
 	runProxy(t, proxyRecipe{dir: "ratelimit", args: func(string) []string { return nil }, env: func(string) []string { return env }}, bin, dir, "")
-	addr := fmt.Sprintf("127.0.0.1:%d", grpcPort)
-	listening(t, "envoyproxy/ratelimit", addr)
-	return addr
+	rl := envoyRatelimit{grpc: fmt.Sprintf("127.0.0.1:%d", grpcPort), http: fmt.Sprintf("127.0.0.1:%d", httpPort)}
+	listening(t, "envoyproxy/ratelimit", rl.grpc)
+	listening(t, "envoyproxy/ratelimit's HTTP API", rl.http)
+	return rl
 }
 
 // listening waits until what accepts connections on addr.
