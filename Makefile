@@ -6,7 +6,7 @@ RULES     ?= testdata/rules.yaml
 FUZZTIME  ?= 30s
 JOBS      ?= 1
 
-.PHONY: help build run run-one test check lint vet race sims k8s-check image fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-cluster bench-hs2 soak plots seed clean
+.PHONY: help build run run-one test check lint vet race sims k8s-check image fuzz bench bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-others bench-cluster bench-hs2 soak plots seed clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -89,7 +89,7 @@ image: ## build the container image (IMAGE: ghcr.io/limiterd/limiterd:IMAGE_TAG)
 fuzz: ## run every fuzz target for FUZZTIME (30s) each, JOBS (1) at once; new corpus entries go to testdata/fuzz
 	GO=$(GO) FUZZTIME=$(FUZZTIME) JOBS=$(JOBS) scripts/fuzz.sh
 
-bench: bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
+bench: bench-micro bench-loopback bench-sync bench-sim bench-scale bench-e2e bench-others bench-cluster bench-hs2 ## every figure in BENCHMARKS.md (long; parts below)
 
 bench-micro: ## counter, limiter and handler micro-benchmarks
 	$(GO) test ./counter -run '^$$' -bench . -benchtime 2s -cpu 1,2 -count 3
@@ -122,6 +122,11 @@ bench-e2e: ## real 8-process cluster: 9x / 0.9x accuracy runs, SIGKILL 3 of 8
 	LIMITERD_E2E_LONG=1 LIMITERD_E2E_LIMIT=600 $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
 	LIMITERD_E2E_LONG=1 LIMITERD_E2E_LIMIT=600 LIMITERD_E2E_SYNC=200ms $(GO) test ./e2e -count=1 -run TestAccuracyOverHTTP -v
 	LIMITERD_E2E_NODES=8 $(GO) test ./e2e -count=1 -run TestClusterEndToEnd -v
+
+bench-others: ## limiterd beside gubernator and envoyproxy/ratelimit + Redis: their HTTP APIs (issue 17's table), then behind the real Envoy
+	OTHERS_BENCH_KEYS=1000 $(GO) test ./e2e -run '^$$' -bench AgainstOthers -benchtime 1x -v -timeout 30m
+	OTHERS_BENCH_KEYS=100000 $(GO) test ./e2e -run '^$$' -bench AgainstOthers -benchtime 1x -v -timeout 30m
+	$(GO) test ./e2e -run '^$$' -bench EnvoyRecipe -benchtime 1x -v -timeout 20m
 
 bench-cluster: build ## the seed's experiments against a real 8-node cluster with limitload (WINDOW, LIMIT)
 	scripts/bench-cluster.sh

@@ -13,7 +13,11 @@
 // reports (make bench-e2e); LIMITERD_E2E_LIMIT, LIMITERD_E2E_SYNC and
 // LIMITERD_E2E_GRACE set their limit, sync interval and delivery grace,
 // and LIMITERD_E2E_SATURATE=R runs them beside R checks a second of other
-// keys at node 1, on a saturated machine. The programs a test needs that the machine
+// keys at node 1, on a saturated machine. Two benchmarks set limiterd
+// beside gubernator and envoyproxy/ratelimit, each built from its Go
+// module: over their HTTP APIs (BenchmarkAgainstOthers) and behind the
+// real Envoy (BenchmarkEnvoyRecipe); make bench-others runs them. The
+// programs a test needs that the machine
 // lacks come from Debian's packages, installed as root, or the test skips
 // saying why.
 //
