@@ -86,7 +86,7 @@ func BenchmarkEnvoyRecipe(b *testing.B) {
 		runs[i] = wrkRun{name: s.name, args: []string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(seconds) + "s", s.px.url + "/item"}, allAllowed: true}
 	}
 	b.ResetTimer()
-	med := wrkRounds(b, wrk, rounds, runs)
+	med := wrkRounds(b, wrk, rounds, runs, false)
 	b.StopTimer()
 	for name, v := range med {
 		b.ReportMetric(v, name+"_req/s")

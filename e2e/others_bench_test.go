@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,7 +28,7 @@ descriptors:
 
 // httpService is a rate limiter, or the no-op handler, as wrk asks it: a
 // request per check, {key} in its path and body replaced by the check's
-// client number.
+// client number (scripts/random-key.lua).
 type httpService struct {
 	name   string
 	addr   string // HOST:PORT
@@ -38,6 +37,8 @@ type httpService struct {
 	body   string // "": none
 	// denied reports whether a response (status, body) is a denial.
 	denied func(status int, body []byte) bool
+	// statuses are those it answers a check with, allowed first.
+	statuses []int
 }
 
 // request returns s's request for client key, for a plain HTTP client.
@@ -59,9 +60,8 @@ func (s httpService) request(key string) (*http.Request, error) {
 
 // BenchmarkAgainstOthers: issue 17's table, re-run. Requests per second
 // over loopback, with wrk drawing a random client out of
-// OTHERS_BENCH_KEYS (1,000) for each request (each thread its own
-// sequence, as scripts/bench-loopback.sh draws them), in interleaved
-// rounds of:
+// OTHERS_BENCH_KEYS (1,000) for each request (scripts/random-key.lua, as
+// scripts/bench-loopback.sh draws them), in interleaved rounds of:
 //
 //   - no-op: limiterd's /healthz (fixed JSON, no limiter work);
 //   - limiterd: /check on a node alone;
@@ -75,7 +75,8 @@ func (s httpService) request(key string) (*http.Request, error) {
 // Every service limits each client to 600 a minute. Before the rounds each
 // is asked 601 times for one client, and must allow the first 600 and deny
 // the 601st: the services compared all count. A first round, not counted,
-// warms them all. It reports each one's median, its ratio to the no-op
+// warms them all, and fails unless each answered only the statuses it
+// answers a check with (gubernator 200 alone, OVER_LIMIT in its body). It reports each one's median, its ratio to the no-op
 // handler's, and the share of the node of 8's checks in the rounds that
 // asked another node; run it alone on a quiet machine
 // (BENCHMARKS.md, "Issue 17's table again"):
@@ -111,10 +112,10 @@ func BenchmarkAgainstOthers(b *testing.B) {
 		return func(got int, _ []byte) bool { return got == code }
 	}
 	limiterd := func(name, addr string) httpService {
-		return httpService{name: name, addr: addr, method: "GET", path: "/check?key=client:{key}", denied: status(http.StatusTooManyRequests)}
+		return httpService{name: name, addr: addr, method: "GET", path: "/check?key=client:{key}", denied: status(http.StatusTooManyRequests), statuses: []int{http.StatusOK, http.StatusTooManyRequests}}
 	}
 	services := []httpService{
-		{name: "no-op", addr: single.Procs[0].HTTP, method: "GET", path: "/healthz?key=client:{key}"},
+		{name: "no-op", addr: single.Procs[0].HTTP, method: "GET", path: "/healthz?key=client:{key}", statuses: []int{http.StatusOK}},
 		limiterd("limiterd", single.Procs[0].HTTP),
 		limiterd("node of 8", cluster.Procs[0].HTTP),
 		{
@@ -123,31 +124,43 @@ func BenchmarkAgainstOthers(b *testing.B) {
 			denied: func(code int, body []byte) bool {
 				return code == http.StatusOK && bytes.Contains(body, []byte(`"status":"OVER_LIMIT"`))
 			},
+			statuses: []int{http.StatusOK}, // OVER_LIMIT in the body
 		},
 		{
 			name: "ratelimit", addr: rl.http, method: "POST", path: "/json",
-			body:   `{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"{key}"}]}]}`,
-			denied: status(http.StatusTooManyRequests),
+			body:     `{"domain":"bench","descriptors":[{"entries":[{"key":"client","value":"{key}"}]}]}`,
+			denied:   status(http.StatusTooManyRequests),
+			statuses: []int{http.StatusOK, http.StatusTooManyRequests},
 		},
 	}
 	for _, s := range services[1:] {
 		checkLimits(b, s, 600)
 	}
+	// scripts/bench-loopback.sh's request generator.
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "random-key.lua"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	runs := make([]wrkRun, len(services))
 	for i, s := range services {
-		runs[i] = wrkRun{name: s.name, args: []string{
+		args := []string{
 			"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(seconds) + "s",
-			"-s", wrkScript(b, s, keys), "http://" + s.addr,
-		}}
+			"-s", script, "http://" + s.addr, "--", strconv.Itoa(keys), s.method, s.path,
+		}
+		if s.body != "" {
+			args = append(args, s.body)
+		}
+		runs[i] = wrkRun{name: s.name, args: args, statuses: s.statuses}
 	}
 	// A round first, not counted: it meets every key new, on each of the
 	// cluster's 8 nodes, which a cluster up for a window no longer does
-	// (scripts/bench-loopback.sh's WARMUP).
-	wrkRounds(b, wrk, 1, runs)
+	// (scripts/bench-loopback.sh's WARMUP). It also counts each service's
+	// statuses: every request must have been understood.
+	wrkRounds(b, wrk, 1, runs, true)
 	node := cluster.Procs[0]
 	asks0, checks0 := node.Metrics(b).Sum("limiterd_coordinator_asks_total"), node.Metrics(b).Sum("limiterd_decisions_total")
 	b.ResetTimer()
-	med := wrkRounds(b, wrk, rounds, runs)
+	med := wrkRounds(b, wrk, rounds, runs, false)
 	b.StopTimer()
 	m := node.Metrics(b)
 	b.ReportMetric(100*(m.Sum("limiterd_coordinator_asks_total")-asks0)/(m.Sum("limiterd_decisions_total")-checks0), "node-of-8_asked_%")
@@ -184,44 +197,6 @@ func checkLimits(b *testing.B, s httpService, limit int) {
 			b.Fatalf("%s: request %d of a limit of %d: denied %v (%d %s)", s.name, i, limit, denied, resp.StatusCode, body.Bytes())
 		}
 	}
-}
-
-// wrkScript writes the wrk script that sends s's request for a random
-// client out of keys, each thread its own sequence, and returns its path.
-func wrkScript(b *testing.B, s httpService, keys int) string {
-	b.Helper()
-	body := "nil"
-	if s.body != "" {
-		body = luaWithKey(s.body)
-	}
-	script := fmt.Sprintf(`local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("id", threads)
-end
-function init(args)
-  math.randomseed(20260730 + id)
-end
-local headers = {["Content-Type"] = "application/json"}
-request = function()
-  local k = math.random(1, %d)
-  return wrk.format(%q, %s, headers, %s)
-end
-`, keys, s.method, luaWithKey(s.path), body)
-	path := filepath.Join(b.TempDir(), "request.lua")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return path
-}
-
-// luaWithKey is a Lua expression for text with {key} replaced by k.
-func luaWithKey(text string) string {
-	parts := strings.Split(text, "{key}")
-	for i, p := range parts {
-		parts[i] = strconv.Quote(p) // ASCII: Lua reads Go's escapes alike
-	}
-	return strings.Join(parts, " .. k .. ")
 }
 
 // startGubernator starts one gubernator node on loopback ports of its own,

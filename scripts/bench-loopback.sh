@@ -50,7 +50,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 addr=127.0.0.1:$port
 bin/limiterd -http-addr "$addr" -rules testdata/rules.yaml -log-level warn &
 pids=($!)
-trap 'kill "${pids[@]}" 2>/dev/null; rm -f "$lua"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null' EXIT
 for _ in $(seq 50); do curl -fs "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -76,22 +76,8 @@ if [ "$NODES" -gt 1 ]; then
   [ "$n" -eq "$NODES" ] || { echo "the $NODES-node cluster did not converge" >&2; exit 1; }
 fi
 
-lua=$(mktemp --suffix .lua)
 run() { # $1 = path prefix, $2 = address (default the single node); prints requests/s
-  # Each wrk thread draws its own key sequence: with one seed for all, the
-  # threads sent the same keys in step, so every key came in pairs.
-  cat >"$lua" <<LUA
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("id", threads)
-end
-function init(args)
-  math.randomseed(20260730 + id)
-end
-request = function() return wrk.format("GET", "$1" .. math.random(1, $KEYS)) end
-LUA
-  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$lua" "http://${2:-$addr}" | awk '/Requests\/sec/ {print $2}'
+  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s scripts/random-key.lua "http://${2:-$addr}" -- "$KEYS" GET "$1{key}" | awk '/Requests\/sec/ {print $2}'
 }
 # cputicks: the CPU ticks used so far by the cluster's node 1 and by its
 # peers together (the first pid is the single node, then node 1).
