@@ -13,7 +13,7 @@ import (
 // wrkRun is one service's wrk command in a benchmark's rounds.
 type wrkRun struct {
 	name string
-	args []string // wrk's arguments, the URL last
+	args []string // wrk's arguments: options, the URL, then the script's after "--"
 	// allAllowed: every response must be a 2xx (the service is given
 	// room for all of them).
 	allAllowed bool
