@@ -17,9 +17,8 @@
 // beside gubernator and envoyproxy/ratelimit, each built from its Go
 // module: over their HTTP APIs (BenchmarkAgainstOthers) and behind the
 // real Envoy (BenchmarkEnvoyRecipe); make bench-others runs them. The
-// programs a test needs that the machine
-// lacks come from Debian's packages, installed as root, or the test skips
-// saying why.
+// programs a test needs that the machine lacks come from Debian's
+// packages, installed as root, or the test skips saying why.
 //
 // Its siblings hold the rest: e2e/faults the fault scenarios in network
 // namespaces (internal/netlab), e2e/deploy the deployment files against

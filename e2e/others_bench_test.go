@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,16 +45,12 @@ type httpService struct {
 
 // request returns s's request for client key, for a plain HTTP client.
 func (s httpService) request(key string) (*http.Request, error) {
-	var body *strings.Reader
+	var body io.Reader
 	if s.body != "" {
 		body = strings.NewReader(strings.ReplaceAll(s.body, "{key}", key))
 	}
-	url := "http://" + s.addr + strings.ReplaceAll(s.path, "{key}", key)
-	if body == nil {
-		return http.NewRequest(s.method, url, nil)
-	}
-	req, err := http.NewRequest(s.method, url, body)
-	if err == nil {
+	req, err := http.NewRequest(s.method, "http://"+s.addr+strings.ReplaceAll(s.path, "{key}", key), body)
+	if err == nil && body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, err
