@@ -318,10 +318,12 @@
 // What travels: AppendChanges returns, once per sync interval, the local
 // slices opened or grown since the previous call (a slice sent and not
 // grown since is not sent again), each as the check that last grew it
-// recorded it, so that collecting them reads no key's state; AppendHot returns a node's slices of the
-// keys whose window holds at least ClusterConfig.HotShare of their limit,
-// for anti-entropy, from a set the counter keeps as counts cross that
-// share, so its cost follows the hot keys, not all keys, and
+// recorded it, so that collecting them reads no key's state; AppendHot
+// returns a node's own slices of the keys whose window holds at least
+// ClusterConfig.HotShare of their limit, for anti-entropy, from a set the
+// counter keeps as counts cross that share, of the keys the node counts
+// itself (a key only its peers count gives it nothing to re-send), so its
+// cost follows the node's hot keys, not all keys nor the cluster's, and
 // AppendHotChanged those of them that may have changed within a given
 // span of now: started within a slice length and the span (a slice grows
 // only while younger than its slice length), and their origin's newest or

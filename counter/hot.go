@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// hotSet is a shard's set of keys that reached HotShare of a limit: the
-// candidates for anti-entropy. Without it every anti-entropy round scanned
-// every key of every shard (16 ms for 200,000 keys with none hot, every
-// second, on every node). Entries are dropped by AppendHot once their key
-// falls below the share or is gone, so the set stays as small as the hot
-// keys. Each entry keeps the smallest max it was marked with: a family's
+// hotSet is a shard's set of the keys this node counts itself that
+// reached HotShare of a limit: the candidates for anti-entropy, which
+// re-sends this node's own slices. Without it every anti-entropy round
+// scanned every key of every shard (16 ms for 200,000 keys with none hot,
+// every second, on every node). Entries are dropped by AppendHot once
+// their key falls below the share or is gone, so the set stays as small as
+// the hot keys. Each entry keeps the smallest max it was marked with: a family's
 // limits state their max per call (Family), and their registration's,
 // MaxLimit, would never find them hot. Guarded by the shard's mutex.
 type hotSet map[dirtyRef]int64
@@ -42,9 +43,12 @@ func (cs *clusterState) isHot(count, max int64) bool {
 
 // AppendHot appends the live slices counted by origin (this node's name for
 // its own) of every key whose window holds at least HotShare of its limit,
-// and returns dst: what AppendState(dst, now, origin, HotShare) returns, at
-// the cost of the hot keys rather than of all keys. It returns dst
-// unchanged in single-node mode.
+// and returns dst: for this node's own origin, what AppendState(dst, now,
+// origin, HotShare) returns, at the cost of this node's hot keys rather
+// than of all keys. The set it reads holds only the keys this node counts
+// itself (Merge marks no key only the peers count), so for a peer's
+// origin it returns that peer's slices of those keys alone. It returns
+// dst unchanged in single-node mode.
 func (c *Counter) AppendHot(dst []Entry, now time.Time, origin string) []Entry {
 	return c.AppendHotChanged(dst, now, origin, 0)
 }

@@ -27,7 +27,9 @@ func sortEntries(es []Entry) []Entry {
 // naive oracle, a scan of every key (AppendState with minShare HotShare):
 // a node counts its own requests and merges a peer's, keys warm up, cool
 // down and expire, and at random instants both must return the same
-// entries, for the node's own origin and for the peer's.
+// entries for the node's own origin. For the peer's origin, AppendHot
+// returns all the scan's entries of the keys the node has live slices of,
+// and of the others (the set holds only keys the node counted) a subset.
 func TestAppendHotMatchesFullScan(t *testing.T) {
 	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
 	rng := rand.New(rand.NewPCG(3, 5))
@@ -51,6 +53,21 @@ func TestAppendHotMatchesFullScan(t *testing.T) {
 			for _, origin := range []string{"a", "b", "nobody"} {
 				got := sortEntries(a.c.AppendHot(nil, now, origin))
 				want := sortEntries(a.c.AppendState(nil, now, origin, 0.5))
+				if origin == "b" {
+					// Of the keys a has live slices of, every slice of
+					// b's; of the others, at most b's slices of them.
+					counted := map[string]bool{}
+					for _, e := range a.c.AppendState(nil, now, "a", 0) {
+						counted[e.Key] = true
+					}
+					of := func(es []Entry, own bool) []Entry {
+						return slices.DeleteFunc(slices.Clone(es), func(e Entry) bool { return counted[e.Key] != own })
+					}
+					if rest := of(got, false); !isSubset(rest, want) {
+						t.Fatalf("step %d: AppendHot(b) of keys a does not count %v, not in the scan", step, rest)
+					}
+					got, want = of(got, true), of(want, true)
+				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("step %d origin %s: AppendHot %v\nfull scan %v", step, origin, got, want)
 				}
@@ -73,6 +90,47 @@ func TestAppendHotMatchesFullScan(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("%d keys left in the hot set after they went cold", n)
+	}
+}
+
+// isSubset reports whether every entry of sub is in set.
+func isSubset(sub, set []Entry) bool {
+	for _, e := range sub {
+		if !slices.Contains(set, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestHotSetHoldsOnlyKeysCountedHere: a key only a peer counts, merged
+// past HotShare, is not in the hot set (this node has nothing of it to
+// re-send), and enters it once this node counts it too.
+func TestHotSetHoldsOnlyKeysCountedHere(t *testing.T) {
+	a, b := newNode(t, "a", 2, false), newNode(t, "b", 2, false)
+	hot := func() int {
+		n := 0
+		for i := range a.c.shards {
+			n += len(a.c.shards[i].hot)
+		}
+		return n
+	}
+	for range 80 { // 80 of 100: past HotShare (0.5)
+		b.allow(t, 0, "k")
+	}
+	a.c.Merge(at(10), b.c.AppendChanges(nil, at(10)))
+	if got := a.c.AppendState(nil, at(20), "b", 0.5); len(got) == 0 {
+		t.Fatal("the merged key is not hot at a: the test exercises nothing")
+	}
+	if n := hot(); n != 0 {
+		t.Fatalf("%d keys in a's hot set, want 0: a counts none of them", n)
+	}
+	a.allow(t, 30, "k")
+	if n := hot(); n != 1 {
+		t.Fatalf("%d keys in a's hot set after a counted k, want 1", n)
+	}
+	if got := a.c.AppendHot(nil, at(40), "a"); len(got) != 1 || got[0].Key != "k" {
+		t.Fatalf("AppendHot(a) = %v, want a's one slice of k", got)
 	}
 }
 

@@ -104,7 +104,13 @@ func (w *mergeWork) apply(s *shard, group []mergeRef, entries []Entry, nowMs int
 		}
 		if changed {
 			ms.Merged++
-			if cs != nil && cs.isHot(st.count(), info.max) {
+			// Anti-entropy re-sends this node's slices of the hot keys
+			// (AppendHot): a key only the peers count has none, and
+			// marking it would cost a map lookup here and a lookup of the
+			// key at every round, to find nothing (most of an idle peer's
+			// anti-entropy with 1,000 keys past their limit). Allow marks
+			// it when this node counts it.
+			if cs != nil && (r.origin == 0 || st.hasSync()) && cs.isHot(st.count(), info.max) {
 				s.hot.mark(info.slot, e.Key, info.max)
 			}
 			if r.origin == 0 {

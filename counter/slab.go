@@ -204,7 +204,7 @@ func (sb *slab) restore(ref uint32, st *state) uint32 {
 // copied before the old block is freed.
 func storeKey[K string | []byte](sb *slab, ref uint32, key K, st *state) uint32 {
 	p := &st.sl
-	sync := st.restoredEnd != 0 || st.pending != 0 || st.prev != 0 || st.changed != 0
+	sync := st.hasSync()
 	w := p.width()
 	if ref != 0 && !p.own {
 		o := refOff(ref)

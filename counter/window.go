@@ -118,6 +118,16 @@ func (s *state) roll(tickNo uint32) {
 	s.meta = s.meta&^tickMask | tick
 }
 
+// hasSync reports whether any of the sync fields is set: the key was
+// counted here (a local request sets pending and, in cluster mode,
+// changed, which only a dirty list past changeIndexMask in one interval
+// leaves 0) or holds slices of this node restored from a peer. A key only
+// the peers count has none: its block leaves them out (slab.go), and
+// anti-entropy has nothing of this node's to re-send for it (Merge).
+func (s *state) hasSync() bool {
+	return s.restoredEnd != 0 || s.pending != 0 || s.prev != 0 || s.changed != 0
+}
+
 // count returns the requests counted in the window (call expire first).
 func (s *state) count() int64 { return s.sl.sum() }
 

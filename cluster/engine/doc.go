@@ -39,10 +39,12 @@
 //     node's slices of the keys whose window is at least half full, where
 //     a lost datagram could change a decision: those that may have changed
 //     since the round before the last (counter.AppendHotChanged), so a
-//     loss is healed within that interval, and every one of them each
-//     tenth round, for a change whose delta and both re-sends were lost
-//     (a key past its limit keeps hundreds of slices, of which only the
-//     newest changes; BENCHMARKS.md has what re-sending them all cost), and
+//     loss is healed within that interval, and each tenth round (a full
+//     round) those that may have changed since the full round before the
+//     last, for a change whose delta, both re-sends and even one full
+//     round were lost (a key past its limit keeps hundreds of slices, of
+//     which only the newest changes; BENCHMARKS.md has what re-sending
+//     them all cost; the first two rounds re-send them all), and
 //     every routed change of the interval again
 //     (a routed key's count here is only this node's part, too small to
 //     judge it hot by); a peer that gets none of it gets an empty message,

@@ -93,10 +93,12 @@ type Engine struct {
 	buf     []counter.Entry // reused by Tick
 	aeRound int64           // anti-entropy round of the last tick; valid with aeSet
 	aeSet   bool
-	// hotRounds counts the anti-entropy rounds, and hotAt holds when the
-	// two last ones were (hotSlices).
+	// hotRounds counts the anti-entropy rounds, hotAt holds when the two
+	// last ones were and hotFullAt when the two last full ones were
+	// (hotSlices).
 	hotRounds int64
 	hotAt     [2]time.Time
+	hotFullAt [2]time.Time
 	// Routing (route.go), for the tick under way.
 	routed   map[string]bool            // the limits routed (counter.Counter.Routed)
 	routes   map[string][]counter.Entry // entries for each node

@@ -554,9 +554,11 @@ func TestEngineConfigValidate(t *testing.T) {
 }
 
 // TestAntiEntropyResendsChangedHotSlices: anti-entropy re-sends every slice
-// of a hot key at its first two rounds and every hotFullEvery-th, and in
-// between only the slices that may have changed since the round before
-// the last, so each change is in the next two rounds after it.
+// of a hot key at its first two rounds; at every hotFullEvery-th round the
+// slices that may have changed since the full round before the last one;
+// and in between those that may have changed since the round before the
+// last. So each change is in the next two rounds and the next two full
+// rounds after it.
 func TestAntiEntropyResendsChangedHotSlices(t *testing.T) {
 	ns := routedNodes(t, counter.RouteNever, 600, "a", "b")
 	a := ns[0]
@@ -594,7 +596,8 @@ func TestAntiEntropyResendsChangedHotSlices(t *testing.T) {
 	// re-sent from then until two rounds after that.
 	sliceMs := (60 * time.Second / 12).Milliseconds()
 	changeAt := int64(-1)
-	for round := int64(1); round < 2*hotFullEvery; round++ {
+	fullAt := []int64{ms} // the full rounds' instants: round 0 first
+	for round := int64(1); round <= 3*hotFullEvery; round++ {
 		ms += every
 		if round == 4 {
 			changeAt = ms - every/2 // a new slice between rounds 3 and 4
@@ -602,9 +605,20 @@ func TestAntiEntropyResendsChangedHotSlices(t *testing.T) {
 		}
 		got := aeEntries(ms)
 		switch {
-		case round == 1 || round%hotFullEvery == 0:
+		case round == 1:
 			if got < all-5 { // a few left the window meanwhile
 				t.Errorf("round %d re-sent %d slices, want them all (about %d)", round, got, all)
+			}
+		case round%hotFullEvery == 0:
+			// Since the full round before the last (started within that
+			// span and a slice length: it may have grown since).
+			since := fullAt[len(fullAt)-2]
+			want := 0
+			if changeAt > since-sliceMs {
+				want = 1
+			}
+			if got != want {
+				t.Errorf("full round %d re-sent %d slices, want %d: those that may have changed since the full round at %d ms", round, got, want, since)
 			}
 		case changeAt >= 0 && ms-changeAt < sliceMs+2*every:
 			if got != 1 {
@@ -614,6 +628,9 @@ func TestAntiEntropyResendsChangedHotSlices(t *testing.T) {
 			if got != 0 {
 				t.Errorf("round %d re-sent %d slices, want none: none may have changed since round %d", round, got, round-2)
 			}
+		}
+		if round == 1 || round%hotFullEvery == 0 {
+			fullAt = append(fullAt, ms)
 		}
 	}
 }

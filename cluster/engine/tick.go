@@ -106,30 +106,45 @@ func (e *Engine) Tick(now time.Time) ([]Outbound, error) {
 	return e.antiEntropy(out, now, peers)
 }
 
-// hotFullEvery is how often anti-entropy re-sends every slice of the hot
-// keys: every hotFullEvery-th round; the others re-send the slices that
-// may have changed since the round before the last (hotSlices).
+// hotFullEvery is how often anti-entropy re-sends the hot keys' slices
+// back to the full round before the last: every hotFullEvery-th round; the
+// others re-send the slices that may have changed since the round before
+// the last (hotSlices).
 const hotFullEvery = 10
 
 // hotSlices returns this round's anti-entropy of the hot keys
 // (counter.Counter.AppendHotChanged): every slice that may have changed
 // since the round before the previous one, so that a change is in the
-// next two rounds after it, and every live slice at every hotFullEvery-th
-// round, and at the first two. A change whose delta and both re-sends are
-// lost is healed by the next full round.
+// next two rounds after it; at every hotFullEvery-th round every slice
+// that may have changed since the full round before the previous one, so
+// that a change is in the next two full rounds too; and every live slice
+// at the first two rounds. A change whose delta and both re-sends are lost
+// is healed by the next full round, or the one after it. A peer cut off
+// for longer than the silence threshold gets a catch-up instead (doc.go).
 //
 // Why not every slice every round, as before: a key past its limit keeps
 // a slice for every few admissions, hundreds in its window, and only its
 // newest change; re-sending all of them each second made each peer merge
 // hundreds of known slices per hot key and second, most of a peer's work
 // with 1,000 keys past their limit (BENCHMARKS.md, "Anti-entropy of hot
-// keys"). Under e.tickMu.
+// keys"). The full rounds re-sent every live slice until 2026-12-06: with
+// 1,000 keys past their limit, two thirds of what a peer merged and found
+// known (BENCHMARKS.md, "Anti-entropy of what may have changed"). Under
+// e.tickMu.
 func (e *Engine) hotSlices(now time.Time) []counter.Entry {
-	recent := time.Duration(0)
-	if e.hotRounds >= 2 && e.hotRounds%hotFullEvery != 0 {
+	full := e.hotRounds%hotFullEvery == 0
+	var recent time.Duration
+	switch {
+	case e.hotRounds < 2: // every live slice
+	case full:
+		recent = max(0, now.Sub(e.hotFullAt[0]))
+	default:
 		recent = max(0, now.Sub(e.hotAt[0]))
 	}
 	e.hotAt[0], e.hotAt[1] = e.hotAt[1], now
+	if full || e.hotRounds < 2 {
+		e.hotFullAt[0], e.hotFullAt[1] = e.hotFullAt[1], now
+	}
 	e.hotRounds++
 	if recent == 0 {
 		return e.c.AppendHot(nil, now, e.cfg.Self)
