@@ -75,6 +75,13 @@ func TestNodeCoordinate(t *testing.T) {
 	if n := coord.n.engine.Stats.AsksAnswered.Load(); n != 11 {
 		t.Fatalf("coordinator answered %d asks, want 11", n)
 	}
+	// Asks and answers came as plain user datagrams, taken by the
+	// transport past memberlist's goroutines (deliverUsers).
+	for _, tn := range []*tnode{coord, asker} {
+		if n := tn.n.transport.users.Load(); n < 10 {
+			t.Errorf("%s: %d datagrams taken past memberlist, want the asks or answers (10 and more)", tn.name, n)
+		}
+	}
 
 	nw.partition(nodes[:1], nodes[2:])
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -16,8 +16,14 @@
 // keeps the memberlist cluster and the member table /cluster shows, runs
 // the timer of the aligned ticks, turns membership events into PeerUp and
 // PeerDown, hands every message to Receive and sends every engine.Outbound on the
-// peer's own goroutine. memberlist delivers a node's datagrams on one
-// goroutine, in order; the sync messages among them (engine.IsSync) are
+// peer's own goroutine. The transport (transport.go) reads every datagram
+// on one goroutine, in order, and, on a node without a label or gossip
+// keys, hands the plain user messages among them (all of limiterd's own:
+// deltas, asks, answers) to the Node from there; memberlist would pass
+// each through two more goroutines of its own, each woken in turn on an
+// otherwise idle coordinator. Labelled or encrypted datagrams, and
+// memberlist's own, go to memberlist, which delivers user messages on one
+// goroutine of its own. The sync messages among them (engine.IsSync) are
 // merged on a goroutine of the Node's own (merger.go), through a queue of
 // 1,024, so that a tick's deltas from every peer do not hold back the asks
 // and answers that arrive behind them, which checks wait for with a
@@ -36,8 +42,9 @@
 // check with engine.Engine.Ask (which picks the key's coordinator,
 // passing over one that missed its last asks), sends the ask as one
 // memberlist datagram from the calling goroutine, and waits for the
-// answer, which the engine returns from the Receive of memberlist's
-// delivery goroutine (never queued behind a merge), until the decision layer's deadline (default 5 ms).
+// answer, which the engine returns from the Receive of the delivery
+// goroutine (never queued behind a merge), until the decision layer's
+// deadline (default 5 ms).
 // Without an answer by half the deadline it sends the ask again, the same
 // message (engine.Engine.AskAgain; the coordinator answers a repeat with
 // the answer it gave), so one lost datagram either way costs a round trip,
@@ -74,7 +81,7 @@
 // and which did not confirm. Without an answer it fails
 // (ErrResetUnanswered) and claims nothing. The coordinator's reset goes to
 // each peer over a stream, on that peer's sender goroutine, not on
-// memberlist's delivery goroutine.
+// the delivery goroutine.
 //
 // # Failure behaviour
 //
@@ -182,10 +189,11 @@
 // every goroutine it starts has returned when it returns.
 //
 // The engine behind a Node is safe for concurrent use (package engine,
-// "Concurrency"): memberlist delivers messages on several goroutines, the
-// merger merges sync messages on its own, and checks at the margin ask
-// from their request goroutines; the engine takes messages in any order,
-// as datagrams come. Until Run starts the merger, and after it stops,
-// sync messages are merged where memberlist delivers them. The zero Node
+// "Concurrency"): the transport's reader and memberlist deliver messages
+// on several goroutines, the merger merges sync messages on its own, and
+// checks at the margin ask from their request goroutines; the engine
+// takes messages in any order, as datagrams come. Until Run starts the
+// merger, and after it stops, sync messages are merged where they are
+// delivered. The zero Node
 // is not usable: build one with New.
 package cluster

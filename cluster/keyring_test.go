@@ -58,6 +58,10 @@ func TestGossipKeyRotation(t *testing.T) {
 		if keys := tn.n.keyring.GetKeys(); len(keys) != 1 || !bytes.Equal(keys[0], k2) {
 			t.Fatalf("%s: keyring %d keys after the rotation, want only the new one", tn.name, len(keys))
 		}
+		// Encrypted datagrams are memberlist's to open (deliverUsers).
+		if n := tn.n.transport.users.Load(); n != 0 {
+			t.Errorf("%s: %d encrypted datagrams taken past memberlist", tn.name, n)
+		}
 	}
 	t.Logf("%d requests counted during the rotation, all of them on every node", total)
 }

@@ -13,9 +13,9 @@ import (
 const mergeQueueLen = 1024
 
 // merger merges the sync messages (engine.IsSync: deltas, anti-entropy,
-// catch-ups, hellos) on a goroutine of its own. memberlist delivers every
-// message of a node on one goroutine, in the order they arrived. Merged
-// there, a tick's deltas from every peer (a hundred datagrams and more at
+// catch-ups, hellos) on a goroutine of its own. A node's datagrams are
+// delivered on one goroutine, in the order they arrived (the transport's
+// reader, or memberlist's). Merged there, a tick's deltas from every peer (a hundred datagrams and more at
 // HS2's load) held back the asks and answers queued behind them, which a
 // check waits for with a deadline of a few milliseconds: on a busy host
 // those checks fell back to the budget, and some of the budget's denials
@@ -23,7 +23,7 @@ const mergeQueueLen = 1024
 // The engine takes messages concurrently and in any order, as datagrams
 // come.
 //
-// offer is called on memberlist's goroutine; run on one of Run's, until
+// offer is called on the delivering goroutine; run on one of Run's, until
 // its context ends. A message offered while no run is under way, or when
 // the queue is full, is not taken: the caller merges it itself, as before.
 type merger struct {

@@ -154,6 +154,10 @@ func newNode(cfg Config, c *counter.Counter, reg prometheus.Registerer, lg *slog
 		}
 		return nil, fmt.Errorf("cluster: start memberlist on %s: %w", cfg.BindAddr, err)
 	}
+	if !n.encrypted() && cfg.Label == "" {
+		// Now that n is whole: its delegate may send.
+		n.transport.deliverUsers(delegate{n}.NotifyMsg)
+	}
 	for _, col := range []prometheus.Collector{n.events, newCollector(n)} {
 		if err := reg.Register(col); err != nil {
 			_ = n.ml.Shutdown()

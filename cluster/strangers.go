@@ -23,7 +23,7 @@ import (
 // are counted and reported with the named ones, and forgotten when every
 // named one turned out to be joining (a large cluster starting).
 //
-// Safe for concurrent use: note is called from memberlist's goroutines,
+// Safe for concurrent use: note is called from the delivering goroutines,
 // due from the sync loop.
 type strangers struct {
 	mu       sync.Mutex

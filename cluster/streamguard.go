@@ -17,10 +17,14 @@ import (
 // msgpack header whose lengths memberlist allocates before it reads a
 // byte of what they claim: a stream that claims 20 MiB and sends 10 bytes
 // costs 20 MiB. An encrypted stream carries a 4-byte length that memberlist
-// reads into a growing buffer, so it needs no guard.
+// reads into a growing buffer, so it needs no guard. A datagram's user
+// message may follow a checksum header (hasCrcMsg: transport.go's
+// userPayload). The values are memberlist's wire protocol, whose list its
+// source says is only ever appended to.
 const (
 	mlPushPullMsg = 6
 	mlUserMsg     = 8
+	mlHasCrcMsg   = 12
 	mlHasLabelMsg = 244
 )
 

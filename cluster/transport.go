@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log"
 	"net"
 	"strconv"
@@ -42,6 +44,11 @@ type transport struct {
 	guard    streamGuardConfig // what an inbound stream's header may claim
 	refused  atomic.Uint64     // inbound streams closed unread
 	logger   *log.Logger
+
+	// user, once set (deliverUsers), takes the datagrams that are plain
+	// user messages, in memberlist's place (readDatagrams).
+	user  atomic.Pointer[func([]byte)]
+	users atomic.Uint64 // datagrams handed to it
 
 	shutdown atomic.Bool
 	done     chan struct{} // closed by Shutdown: no one may read the channels any more
@@ -191,9 +198,42 @@ func (t *transport) Shutdown() error {
 	return errors.Join(errTCP, errUDP)
 }
 
+// deliverUsers has the datagrams that are plain user messages (userPayload)
+// handed to deliver, on the reading goroutine, rather than to memberlist.
+// memberlist passes each datagram from its reading goroutine to a second
+// one, and a user message from there to a third, which calls its delegate
+// (NotifyMsg): three goroutines woken for each ask and answer, on a
+// coordinator that may be idle between them. Its steps on the way (label,
+// decryption, checksum) are either absent from a plain user message or
+// done here (the checksum), and it does nothing else with one. Only for a
+// node without a label or gossip keys: their datagrams are memberlist's to
+// unwrap. deliver gets a copy of the payload, as memberlist's delegate
+// does, and is called for each datagram read after deliverUsers returns.
+func (t *transport) deliverUsers(deliver func([]byte)) { t.user.Store(&deliver) }
+
+// userPayload returns the payload of a datagram that memberlist hands its
+// delegate whole, a user message: [userMsg, payload], or the same after a
+// checksum header, [hasCrc, CRC-32 (IEEE, big-endian) of the rest,
+// userMsg, payload], as memberlist sends to peers of protocol 5 and up.
+// Anything else (memberlist's own messages, compound, compressed,
+// labelled or encrypted ones, a checksum that does not match) is not one.
+func userPayload(b []byte) ([]byte, bool) {
+	if len(b) > 5 && b[0] == mlHasCrcMsg {
+		if crc32.ChecksumIEEE(b[5:]) != binary.BigEndian.Uint32(b[1:5]) {
+			return nil, false // memberlist logs and drops it
+		}
+		b = b[5:]
+	}
+	if len(b) == 0 || b[0] != mlUserMsg {
+		return nil, false
+	}
+	return b[1:], true
+}
+
 // readDatagrams reads datagrams into one buffer and hands memberlist a
 // right-sized copy of each, stamped as close to the read as possible (on
-// the real clock, which memberlist's probes compare it with).
+// the real clock, which memberlist's probes compare it with), or the
+// payload of a plain user message to the deliverUsers function.
 func (t *transport) readDatagrams() {
 	defer t.wg.Done()
 	buf := make([]byte, maxDatagram)
@@ -209,6 +249,13 @@ func (t *transport) readDatagrams() {
 		}
 		if n < 1 {
 			continue // memberlist needs at least its message-type byte
+		}
+		if deliver := t.user.Load(); deliver != nil {
+			if p, ok := userPayload(buf[:n]); ok {
+				t.users.Add(1)
+				(*deliver)(append([]byte(nil), p...))
+				continue
+			}
 		}
 		select {
 		case t.packetCh <- &memberlist.Packet{Buf: append([]byte(nil), buf[:n]...), From: from, Timestamp: at}:

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"log"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,5 +170,112 @@ func TestTransportBindErrors(t *testing.T) {
 	}
 	if _, err := newTransport("localhost", 0, log.New(testWriter{t}, "", 0)); err == nil {
 		t.Error("binding a host name: no error")
+	}
+}
+
+// withCRC frames msg as memberlist does for a peer of protocol 5 and up.
+func withCRC(msg []byte) []byte {
+	h := make([]byte, 5, 5+len(msg))
+	h[0] = mlHasCrcMsg
+	binary.BigEndian.PutUint32(h[1:], crc32.ChecksumIEEE(msg))
+	return append(h, msg...)
+}
+
+func TestUserPayload(t *testing.T) {
+	user := append([]byte{mlUserMsg}, "payload"...)
+	badCRC := withCRC(user)
+	badCRC[1] ^= 1
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string // "" with ok false: memberlist's to handle
+		ok   bool
+	}{
+		{"user message", user, "payload", true},
+		{"behind a checksum", withCRC(user), "payload", true},
+		{"empty user message", []byte{mlUserMsg}, "", true},
+		{"checksum mismatch", badCRC, "", false},
+		{"checksum of a ping", withCRC([]byte{0, 1, 2}), "", false},
+		{"a ping", []byte{0, mlUserMsg}, "", false},
+		{"compound", []byte{7, 1, 0, 2, mlUserMsg, 'x'}, "", false},
+		{"labelled", append([]byte{mlHasLabelMsg, 1, 'l'}, user...), "", false},
+		{"checksum header alone", withCRC(nil), "", false},
+		{"empty", nil, "", false},
+	} {
+		got, ok := userPayload(tc.in)
+		if ok != tc.ok || string(got) != tc.want {
+			t.Errorf("%s: userPayload(% x) = %q, %v; want %q, %v", tc.name, tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzUserPayload: whatever the datagram, userPayload does not panic, and
+// a payload it returns is the datagram's tail after a user message's type
+// byte, at offset 1 or, behind a checksum that matches, 6.
+func FuzzUserPayload(f *testing.F) {
+	f.Add([]byte{mlUserMsg, 'x'})
+	f.Add(withCRC([]byte{mlUserMsg, 'x'}))
+	f.Add([]byte{mlHasCrcMsg, 0, 0, 0, 0, mlUserMsg})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, ok := userPayload(b)
+		if !ok {
+			return
+		}
+		switch off := len(b) - len(p); {
+		case off == 1 && b[0] == mlUserMsg:
+		case off == 6 && b[0] == mlHasCrcMsg && b[5] == mlUserMsg && crc32.ChecksumIEEE(b[5:]) == binary.BigEndian.Uint32(b[1:5]):
+		default:
+			t.Fatalf("userPayload(% x) = % x", b, p)
+		}
+		if !bytes.Equal(p, b[len(b)-len(p):]) {
+			t.Fatalf("payload % x is not the tail of % x", p, b)
+		}
+	})
+}
+
+// TestTransportDeliversUserMessages: once deliverUsers is set, a plain user
+// message (with or without a checksum) goes to it, in a buffer of its own,
+// and every other datagram to memberlist as before.
+func TestTransportDeliversUserMessages(t *testing.T) {
+	a, b := newTestTransport(t), newTestTransport(t)
+	got := make(chan []byte, 4)
+	b.deliverUsers(func(p []byte) { got <- p })
+	to := fmt.Sprintf("127.0.0.1:%d", b.Port())
+	ping := []byte{0, 1, 2, 3}
+	// The ping last: memberlist's channel takes it only when read below.
+	for _, m := range [][]byte{append([]byte{mlUserMsg}, "first"...), withCRC(append([]byte{mlUserMsg}, "second"...)), ping} {
+		if _, err := a.WriteTo(m, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var users []string
+	var held []byte
+	for range 2 {
+		select {
+		case p := <-got:
+			if held == nil {
+				held = p
+			}
+			users = append(users, string(p))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("user messages delivered: %q, want 2", users)
+		}
+	}
+	if want := []string{"first", "second"}; !slices.Equal(users, want) {
+		t.Errorf("delivered %q, want %q", users, want)
+	}
+	if string(held) != "first" {
+		t.Errorf("a payload held changed to %q when the next was read", held)
+	}
+	select {
+	case p := <-b.PacketCh():
+		if !bytes.Equal(p.Buf, ping) {
+			t.Errorf("memberlist got % x, want the ping % x", p.Buf, ping)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ping did not reach memberlist")
+	}
+	if n := b.users.Load(); n != 2 {
+		t.Errorf("users = %d, want 2", n)
 	}
 }
