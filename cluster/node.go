@@ -196,8 +196,10 @@ func (n *Node) memberlistConfig(h hooks) (*memberlist.Config, error) {
 	mc.Delegate = delegate{n}
 	mc.Events = eventDelegate{n}
 	mc.Logger = log.New(newLogBridge(n.log), "", 0)
-	// Sync datagrams share memberlist's handoff queue with its gossip; a
-	// burst of deltas from several peers must not overflow it.
+	// Sync datagrams share memberlist's handoff queue with its gossip
+	// when memberlist delivers them (with a label or gossip keys: see
+	// transport.deliverUsers); a burst of deltas from several peers must
+	// not overflow it.
 	mc.HandoffQueueDepth = 8192
 	// A restarted node (same name) may come back at another address, as a
 	// pod does; let it take its name back once the old one is dead.

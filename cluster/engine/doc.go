@@ -555,9 +555,10 @@
 // # Concurrency
 //
 // An Engine is safe for concurrent use. Receive may run on many goroutines
-// at once (memberlist delivers on several): it locks only the peer table,
-// for a few map operations, while decoding uses pooled codec state and
-// merging the counter's shard locks, so receives are not serialized.
+// at once (a node's transport delivers on several): it locks only the
+// peer table, for a few map operations, while decoding uses pooled codec
+// state and merging the counter's shard locks, so receives are not
+// serialized.
 // Ticks are serialized among themselves (one sync goroutine calls them in
 // practice) and run concurrently with receives; PeerUp, PeerDown and Forget
 // are meant for that same goroutine, so that membership changes and their

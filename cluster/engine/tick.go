@@ -128,9 +128,9 @@ const hotFullEvery = 10
 // hundreds of known slices per hot key and second, most of a peer's work
 // with 1,000 keys past their limit (BENCHMARKS.md, "Anti-entropy of hot
 // keys"). The full rounds re-sent every live slice until 2026-12-06: with
-// 1,000 keys past their limit, two thirds of what a peer merged and found
-// known (BENCHMARKS.md, "Anti-entropy of what may have changed"). Under
-// e.tickMu.
+// 1,000 keys past their limit, more than half of the entries a peer found
+// known (BENCHMARKS.md, "A node of 8 with 1,000 keys: its peers'
+// anti-entropy, ..."). Under e.tickMu.
 func (e *Engine) hotSlices(now time.Time) []counter.Entry {
 	full := e.hotRounds%hotFullEvery == 0
 	var recent time.Duration
