@@ -194,6 +194,5 @@
 // checks at the margin ask from their request goroutines; the engine
 // takes messages in any order, as datagrams come. Until Run starts the
 // merger, and after it stops, sync messages are merged where they are
-// delivered. The zero Node
-// is not usable: build one with New.
+// delivered. The zero Node is not usable: build one with New.
 package cluster

@@ -15,8 +15,9 @@ const mergeQueueLen = 1024
 // merger merges the sync messages (engine.IsSync: deltas, anti-entropy,
 // catch-ups, hellos) on a goroutine of its own. A node's datagrams are
 // delivered on one goroutine, in the order they arrived (the transport's
-// reader, or memberlist's). Merged there, a tick's deltas from every peer (a hundred datagrams and more at
-// HS2's load) held back the asks and answers queued behind them, which a
+// reader, or memberlist's). Merged there, a tick's deltas from every peer
+// (a hundred datagrams and more at HS2's load) held back the asks and
+// answers queued behind them, which a
 // check waits for with a deadline of a few milliseconds: on a busy host
 // those checks fell back to the budget, and some of the budget's denials
 // were false (BENCHMARKS.md, "Sync messages merged apart from the asks").

@@ -31,7 +31,8 @@ const udpRecvBuf = 2 << 20
 // datagram it reads (memberlist v0.7.0), which at a few thousand datagrams a
 // second per node was 14 % of a node's CPU in allocation alone, plus the
 // garbage collection it drove (docs/real-cluster.md). This one reads into
-// one buffer and hands memberlist a copy of the datagram's actual size.
+// one buffer and hands memberlist a copy of the datagram's actual size, or
+// a plain user message's payload to the Node (deliverUsers).
 type transport struct {
 	bindIP   net.IP
 	port     int
@@ -200,10 +201,10 @@ func (t *transport) Shutdown() error {
 
 // deliverUsers has the datagrams that are plain user messages (userPayload)
 // handed to deliver, on the reading goroutine, rather than to memberlist.
-// memberlist passes each datagram from its reading goroutine to a second
-// one, and a user message from there to a third, which calls its delegate
-// (NotifyMsg): three goroutines woken for each ask and answer, on a
-// coordinator that may be idle between them. Its steps on the way (label,
+// Handed to memberlist, a datagram goes from this goroutine to its packet
+// listener, and a user message from there to its packet handler, which
+// calls the delegate (NotifyMsg): three goroutines woken for each ask and
+// answer, on a coordinator that may be idle between them. Its steps on the way (label,
 // decryption, checksum) are either absent from a plain user message or
 // done here (the checksum), and it does nothing else with one. Only for a
 // node without a label or gossip keys: their datagrams are memberlist's to

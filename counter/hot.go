@@ -11,9 +11,10 @@ import (
 // scanned every key of every shard (16 ms for 200,000 keys with none hot,
 // every second, on every node). Entries are dropped by AppendHot once
 // their key falls below the share or is gone, so the set stays as small as
-// the hot keys. Each entry keeps the smallest max it was marked with: a family's
-// limits state their max per call (Family), and their registration's,
-// MaxLimit, would never find them hot. Guarded by the shard's mutex.
+// the hot keys. Each entry keeps the smallest max it was marked with: a
+// family's limits state their max per call (Family), and their
+// registration's, MaxLimit, would never find them hot. Guarded by the
+// shard's mutex.
 type hotSet map[dirtyRef]int64
 
 // mark adds (slot, key) to the set, found hot for a limit of max. It
