@@ -442,7 +442,8 @@ func TestLargerDatagramBudget(t *testing.T) {
 	nw := newNetwork()
 	nw.mtu = budget
 	largest := recordLargest(nw)
-	nodes := startCluster(t, 2, nodeOpts{nw: nw, config: func(c *Config) { c.DatagramBudget = budget }})
+	// A sync interval the checks below fit in (TestLoopbackDatagramBudget).
+	nodes := startCluster(t, 2, nodeOpts{nw: nw, sync: 500 * time.Millisecond, config: func(c *Config) { c.DatagramBudget = budget }})
 	for i := range 1000 {
 		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
 	}
@@ -467,7 +468,12 @@ func TestLoopbackDatagramBudget(t *testing.T) {
 	}
 	nw := newNetwork()
 	largest := recordLargest(nw)
-	nodes := startCluster(t, 2, nodeOpts{nw: nw})
+	// A sync interval the 3,000 checks below fit in even under the race
+	// detector on a loaded machine: split over two ticks at most, one of
+	// them carries 1,500 changes or more, some 30 KB. (At the tests' 50 ms
+	// the checks once spread over seven ticks and more, none of them
+	// larger than 8,717 bytes.)
+	nodes := startCluster(t, 2, nodeOpts{nw: nw, sync: 500 * time.Millisecond})
 	if got := nodes[0].n.cfg.DatagramBudget; got != budget {
 		t.Fatalf("budget %d, want the loopback's %d", got, budget)
 	}
