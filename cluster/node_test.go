@@ -434,6 +434,15 @@ func recordLargest(nw *network) *atomic.Int64 {
 	return largest
 }
 
+// waitEngineUp waits until tn's engine has peer up: until then its ticks
+// send the peer no deltas (memberlist's member table, which startCluster
+// waits on, leads the engine's PeerUp by a reconcile of the sync loop),
+// and the peer learns those changes by a catch-up over a stream instead.
+func waitEngineUp(t testing.TB, tn *tnode, peer string) {
+	t.Helper()
+	waitFor(t, tn.name+"'s engine to have "+peer+" up", func() bool { return tn.n.engine.Peers()[peer].Up })
+}
+
 // With a larger DatagramBudget (a network of jumbo frames) a node's
 // deltas travel in datagrams of up to that size and no more: a path of
 // that MTU, which drops anything longer, delivers every count.
@@ -444,6 +453,7 @@ func TestLargerDatagramBudget(t *testing.T) {
 	largest := recordLargest(nw)
 	// A sync interval the checks below fit in (TestLoopbackDatagramBudget).
 	nodes := startCluster(t, 2, nodeOpts{nw: nw, sync: 500 * time.Millisecond, config: func(c *Config) { c.DatagramBudget = budget }})
+	waitEngineUp(t, nodes[0], nodes[1].name)
 	for i := range 1000 {
 		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
 	}
@@ -471,12 +481,12 @@ func TestLoopbackDatagramBudget(t *testing.T) {
 	// A sync interval the 3,000 checks below fit in even under the race
 	// detector on a loaded machine: split over two ticks at most, one of
 	// them carries 1,500 changes or more, some 30 KB. (At the tests' 50 ms
-	// the checks once spread over seven ticks and more, none of them
-	// larger than 8,717 bytes.)
+	// a run under the race detector saw no datagram over 8,717 bytes.)
 	nodes := startCluster(t, 2, nodeOpts{nw: nw, sync: 500 * time.Millisecond})
 	if got := nodes[0].n.cfg.DatagramBudget; got != budget {
 		t.Fatalf("budget %d, want the loopback's %d", got, budget)
 	}
+	waitEngineUp(t, nodes[0], nodes[1].name)
 	for i := range 3000 {
 		nodes[0].hit(t, fmt.Sprintf("client-%04d", i), 1)
 	}
