@@ -112,7 +112,7 @@ func TestParseClusterFlags(t *testing.T) {
 func TestHelpListsClusterFlags(t *testing.T) {
 	var out strings.Builder
 	_, _ = parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
-	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "sync-delivery-grace", "anti-entropy-interval", "rejoin-interval", "catch-up-wait", "budget", "coordinate", "coordinator-deadline", "sync-routing", "insecure-cluster", "lease-share"} {
+	for _, name := range []string{"node-name", "bind-addr", "advertise-addr", "join", "sync-interval", "cluster-label", "gossip-key", "sync-transport", "sync-spread", "sync-delivery-grace", "anti-entropy-interval", "rejoin-interval", "catch-up-wait", "budget", "coordinate", "coordinator-deadline", "sync-routing", "insecure-cluster", "lease-share", "lease-time"} {
 		if !strings.Contains(out.String(), "-"+name+" ") || !strings.Contains(out.String(), envName(name)) {
 			t.Errorf("-h output lacks -%s or %s", name, envName(name))
 		}

@@ -50,6 +50,7 @@ type config struct {
 	syncInterval        time.Duration
 	syncDeliveryGrace   float64
 	leaseShare          float64
+	leaseTime           time.Duration
 	syncSpread          float64
 	antiEntropyInterval time.Duration
 	rejoinInterval      time.Duration
@@ -85,6 +86,7 @@ func defaultConfig() config {
 		syncInterval:        ctrCluster.SyncInterval,
 		syncDeliveryGrace:   ctrCluster.DeliveryGrace,
 		leaseShare:          ctrCluster.LeaseShare,
+		leaseTime:           ctrCluster.LeaseTime,
 		budget:              ctrCluster.Budget,
 		coordinate:          ctrCluster.Coordinated,
 		syncRouting:         ctrCluster.Routing,
@@ -218,6 +220,7 @@ func (c config) counterCluster() counter.ClusterConfig {
 	cc.SyncInterval = c.syncInterval
 	cc.DeliveryGrace = c.syncDeliveryGrace
 	cc.LeaseShare = c.leaseShare
+	cc.LeaseTime = c.leaseTime
 	cc.Budget = c.budget
 	cc.Coordinated = c.coordinate
 	cc.Routing = c.syncRouting
