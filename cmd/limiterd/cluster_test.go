@@ -45,15 +45,17 @@ func TestParseClusterFlags(t *testing.T) {
 		t.Errorf("delivery grace %v", cfg.syncDeliveryGrace)
 	case cfg.leaseShare != 0.46 || cfg.counterCluster().LeaseShare != 0.46:
 		t.Errorf("lease share %v", cfg.leaseShare)
+	case cfg.leaseTime != 3*time.Second || cfg.counterCluster().LeaseTime != 3*time.Second:
+		t.Errorf("lease time %v", cfg.leaseTime)
 	case cfg.clusterConfig("h:1").CatchUpWait != 5*time.Second:
 		t.Errorf("catch-up wait %v, want 5s", cfg.clusterConfig("h:1").CatchUpWait)
 	case cfg.clusterConfig("h:1").SyncTransport != "tcp" || cfg.clusterConfig("h:1").HTTPAddr != "h:1":
 		t.Errorf("cluster config %+v", cfg.clusterConfig("h:1"))
 	}
 
-	env := map[string]string{"LIMITERD_BIND_ADDR": "127.0.0.1:7950", "LIMITERD_NODE_NAME": "edge-1", "LIMITERD_CLUSTER_LABEL": "prod", "LIMITERD_SYNC_DELIVERY_GRACE": "1", "LIMITERD_CATCH_UP_WAIT": "0s", "LIMITERD_LEASE_SHARE": "0.2"}
+	env := map[string]string{"LIMITERD_BIND_ADDR": "127.0.0.1:7950", "LIMITERD_NODE_NAME": "edge-1", "LIMITERD_CLUSTER_LABEL": "prod", "LIMITERD_SYNC_DELIVERY_GRACE": "1", "LIMITERD_CATCH_UP_WAIT": "0s", "LIMITERD_LEASE_SHARE": "0.2", "LIMITERD_LEASE_TIME": "10s"}
 	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || cfg.bindAddr != "127.0.0.1:7950" || cfg.nodeName != "edge-1" || cfg.clusterLabel != "prod" || cfg.counterCluster().DeliveryGrace != 1 || cfg.counterCluster().LeaseShare != 0.2 || cfg.clusterConfig("").CatchUpWait != 0 {
+	if err != nil || cfg.bindAddr != "127.0.0.1:7950" || cfg.nodeName != "edge-1" || cfg.clusterLabel != "prod" || cfg.counterCluster().DeliveryGrace != 1 || cfg.counterCluster().LeaseShare != 0.2 || cfg.counterCluster().LeaseTime != 10*time.Second || cfg.clusterConfig("").CatchUpWait != 0 {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
@@ -96,6 +98,7 @@ func TestParseClusterFlags(t *testing.T) {
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-interval", "0s"}, "SyncInterval must be positive"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "1.5"}, "DeliveryGrace must be between 0 and 1"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-lease-share", "1.5"}, "LeaseShare must be between 0 and 1"},
+		{[]string{"-bind-addr", "127.0.0.1:1", "-lease-time", "0s"}, "LeaseTime must be positive"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "0.1"}, "-sync-spread (0.1) must be below -sync-delivery-grace (0.1)"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-sync-delivery-grace", "0.05", "-sync-spread", "0.2"}, "-sync-spread (0.2) must be below"},
 		{[]string{"-bind-addr", "127.0.0.1:1", "-cluster-label", strings.Repeat("x", 256)}, "Label must have at most 255 bytes"},
