@@ -62,6 +62,17 @@ func sharedPrefix(prev, key string) int {
 			return i + bits.TrailingZeros64(x)/8
 		}
 	}
+	if i == n {
+		return n
+	}
+	if n >= 8 {
+		// The last eight bytes at once, overlapping those found equal:
+		// the first that differs lies past them.
+		if x := load64(prev, n-8) ^ load64(key, n-8); x != 0 {
+			return n - 8 + bits.TrailingZeros64(x)/8
+		}
+		return n
+	}
 	for i < n && prev[i] == key[i] {
 		i++
 	}
@@ -224,7 +235,7 @@ func (w *wire) encodeEntries(kind byte, version uint8, from string, sentMs int64
 	// group's three column headers growing or a new group.
 	shared := 0 // what grow measured of the entry's key (version 2)
 	grow := func(e *counter.Entry, g *group) int {
-		n := stringSize(len(e.Key)) + intSize(e.Start) + uintSize(uint64(e.Count))
+		var n int
 		if version >= wireVersion {
 			// The key after its shared prefix, behind the prefix's byte;
 			// the start as its age (appendCodedKey, appendMessage).
@@ -233,6 +244,8 @@ func (w *wire) encodeEntries(kind byte, version uint8, from string, sentMs int64
 				shared = sharedPrefix(g.Keys[len(g.Keys)-1], e.Key)
 			}
 			n = stringSize(1+len(e.Key)-shared) + intSize(sentMs-e.Start) + uintSize(uint64(e.Count))
+		} else {
+			n = stringSize(len(e.Key)) + intSize(e.Start) + uintSize(uint64(e.Count))
 		}
 		if g != nil {
 			k := len(g.Keys)
