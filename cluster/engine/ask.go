@@ -256,9 +256,17 @@ func (e *Engine) ringLocked() *ring {
 // failedOver reports whether peer p is passed over as a coordinator at
 // now: it missed FailoverMisses asks in a row, or it missed one and has
 // been silent (no message at all) for FailoverSilence. Any message from it
-// ends that (heard). Under e.mu.
+// ends that (heard). A peer whose clock is beyond MaxClockOffset ahead
+// (Skewed) is passed over too, until it is back within: this node does
+// not merge its slices, so the two count each other's requests as across
+// a partition (doc.go, "Clock skew"), and that must hold for the keys it
+// coordinates as well. Asked, it would decide them on its clock, where
+// this node's slices leave its window early and its own stay late; and
+// a routed key's changes would go to it. Under e.mu.
 func (e *Engine) failedOver(p *peer, now time.Time) bool {
 	switch {
+	case p.Skewed:
+		return true
 	case p.misses == 0:
 		return false
 	case p.misses >= e.cfg.FailoverMisses:

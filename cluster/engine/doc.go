@@ -232,7 +232,10 @@
 // memberlist declares it dead (e2e TestFaultCoordinatorStopped, with
 // SIGSTOP). An answer that comes late clears the misses, so a slow but
 // live coordinator is not failed over for its slowness: its checks wait
-// the deadline and fall back, as before.
+// the deadline and fall back, as before. A peer whose clock is ahead
+// beyond MaxClockOffset is failed over too, however it answers, until its
+// clock is back within ("Clock skew"); that sends no notice, since every
+// peer judges its clock for itself.
 //
 // The node that fails a coordinator over by its own misses tells every up
 // peer so at its next Tick, once (a silence notice, 'F'; silence.go), and
@@ -313,7 +316,11 @@
 // state), counts them in limiterd_sync_entries_total{result="skewed"}
 // and the messages in limiterd_sync_skewed_messages_total, answers the
 // peer's asks as unable to decide them (an ask carries the asker's
-// slices, which deciding would merge), and logs a warning naming the peer
+// slices, which deciding would merge), passes the peer over as the
+// coordinator of its keys as it does a silent one ("Failover": their
+// runner-up decides them here, and a routed key's changes go to it;
+// asked, the peer would decide on its clock, where this node's slices
+// leave its window early and its own stay late), and logs a warning naming the peer
 // and the offset at most once a minute per peer. The peer stays a live
 // member: its heartbeats, hellos and membership go on, it is sent
 // everything a peer is sent, it still counts among the nodes that share

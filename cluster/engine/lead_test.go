@@ -14,8 +14,8 @@ import (
 // coordinator's next Tick sets its counter's clock lead to the least its
 // askers reported (clockLead), so that it judges its windows on their
 // time. A coordinator behind or on the same clock gets 0 (an ask without a
-// lead: version 3), as does one that does not decode version 5 asks; one
-// further ahead than MaxClockOffset gets that much.
+// lead: version 3), as does one that does not decode version 5 asks. One
+// further ahead than MaxClockOffset is not asked (failedOver).
 func TestCoordinatorAheadTakesItsAskersLead(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -30,10 +30,8 @@ func TestCoordinatorAheadTakesItsAskersLead(t *testing.T) {
 		{"behind", -300 * time.Millisecond, 0, 0, coordVersionLeases, 0},
 		{"ahead, version 4", 300 * time.Millisecond, coordVersionMax, 0, coordVersionLeases, 0},
 		{"ahead, states version 5", 300 * time.Millisecond, coordVersion, 300 * time.Millisecond, coordVersion, 300 * time.Millisecond},
-		// The asker refuses the coordinator's counts, but the coordinator,
-		// which sees the asker behind, decides its asks: the lead stated
-		// is at most MaxClockOffset, still at most the true one.
-		{"ahead past MaxClockOffset", 2 * time.Second, 0, time.Second, coordVersion, time.Second},
+		// Past MaxClockOffset the asker refuses the coordinator's counts
+		// and passes it over: it asks no more (TestSkewedCoordinatorIsPassedOver).
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, k := newCoordinatedSkewNode(t, "a", 0), newCoordinatedSkewNode(t, "k", tc.off)

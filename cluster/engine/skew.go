@@ -78,8 +78,8 @@ func (c *clockEstimate) at(now time.Time, every time.Duration) (int64, bool) {
 // the delays. 0 also when one of them has no recent estimate, is this
 // node, does not decode version 5 asks (SetPeerCoordVersion), or is
 // behind; at most MaxClockOffset (past it this node refuses that peer's
-// counts, and a lead stated as MaxClockOffset is still at most the true
-// one). Under e.mu.
+// counts and does not ask it, failedOver; and a lead stated as
+// MaxClockOffset is still at most the true one). Under e.mu.
 func (e *Engine) leadOf(now time.Time, deciders ...string) time.Duration {
 	lead := int64(-1)
 	for _, name := range deciders {

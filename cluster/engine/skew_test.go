@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,53 @@ func TestLateMessageIsNotSkew(t *testing.T) {
 	}
 	if p := a.e.Peers()["b"]; p.Skewed || p.Offset != -3*time.Second {
 		t.Errorf("a's view of b: %+v, want not skewed, last offset -3s", p)
+	}
+}
+
+// TestSkewedCoordinatorIsPassedOver: a key's coordinator whose clock is
+// ahead beyond MaxClockOffset is passed over, as a silent one is, while
+// this node refuses its slices, and asked again once its clock is back
+// within; one ahead by less is asked throughout.
+func TestSkewedCoordinatorIsPassedOver(t *testing.T) {
+	for _, tc := range []struct {
+		off        time.Duration
+		passedOver bool
+	}{
+		{200 * time.Millisecond, false},
+		{2 * time.Second, true},
+	} {
+		t.Run(fmt.Sprint(tc.off), func(t *testing.T) {
+			a, k := newCoordinatedSkewNode(t, "a", 0), newCoordinatedSkewNode(t, "k", tc.off)
+			skewUp(t, 0, a, k) // a judges k's clock from its hello on
+			key := "x"
+			for i := 0; CoordinatorOf(key, []string{"a", "k"}) != "k"; i++ {
+				key = string(rune('a'+i%26)) + key
+			}
+			for ms := int64(200); ms <= 2000; ms += 200 {
+				exchange(t, ms, a, k)
+			}
+			want, failed := "k", []string(nil)
+			if tc.passedOver {
+				want, failed = "a", []string{"k"} // the runner-up of two: a itself
+			}
+			if got := a.e.Coordinator(a.now(2100), key); got != want || a.e.Peers()["k"].Skewed != tc.passedOver {
+				t.Errorf("a asks %q about %s (k skewed: %v), want %q", got, key, a.e.Peers()["k"].Skewed, want)
+			}
+			if got := a.e.FailedOver(a.now(2100)); !slices.Equal(got, failed) {
+				t.Errorf("a has failed over %v, want %v", got, failed)
+			}
+			// k sees a behind, which is not judged: it asks a about a's keys.
+			if got := k.e.FailedOver(k.now(2100)); len(got) != 0 {
+				t.Errorf("k has failed over %v, want none", got)
+			}
+			k.off = 0 // set right: within two anti-entropy intervals a asks k again
+			for ms := int64(2200); ms <= 6000; ms += 200 {
+				exchange(t, ms, a, k)
+			}
+			if got := a.e.Coordinator(a.now(6100), key); got != "k" {
+				t.Errorf("with k's clock set right, a asks %q, want k", got)
+			}
+		})
 	}
 }
 
