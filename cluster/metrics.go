@@ -90,7 +90,7 @@ func newCollector(n *Node) *collector {
 			"Checks at the margin decided by the budget at once, without asking: every node above this one for the key had missed its asks, and no node was there to carry the ask around to them.",
 			nil, nil),
 		failedOver: prometheus.NewDesc("limiterd_coordinator_failed_over_peers",
-			"Live peers this node currently passes over as coordinators: they missed their last asks, here or as a peer's silence notice said, and have sent nothing since.",
+			"Live peers this node currently passes over as coordinators: they missed their last asks, here or as a peer's silence notice said, and have sent nothing since; or their clock is ahead of ours beyond -max-clock-offset.",
 			nil, nil),
 		notices: prometheus.NewDesc("limiterd_coordinator_silence_notices_total",
 			"Silence notices: sent, once to every peer, when this node failed a coordinator over by its own misses; received from peers that did; told, the coordinators failed over here on a peer's notice.",
